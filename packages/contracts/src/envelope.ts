@@ -1,0 +1,48 @@
+import { type Static, type TSchema, Type } from 'typebox';
+
+/** The envelope every Tessera response uses (BaseResponseDto<T>). */
+export type Envelope<T> = {
+  isSuccess: boolean;
+  statusCode: number;
+  data: T | null;
+  errors: string[];
+  timestamp: string;
+};
+
+/** Schema of a successful response carrying `data`. */
+export const SuccessEnvelope = <T extends TSchema>(data: T) =>
+  Type.Object(
+    {
+      isSuccess: Type.Literal(true),
+      statusCode: Type.Integer(),
+      data,
+      errors: Type.Array(Type.String(), { maxItems: 0 }),
+      timestamp: Type.String({ format: 'date-time' }),
+    },
+    { additionalProperties: false },
+  );
+
+/** Schema of every error response. */
+export const ErrorEnvelope = Type.Object(
+  {
+    isSuccess: Type.Literal(false),
+    statusCode: Type.Integer(),
+    data: Type.Null(),
+    errors: Type.Array(Type.String(), { minItems: 1 }),
+    timestamp: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
+
+/** Route response schemas for the error statuses a route can answer. */
+export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorEnvelope> =>
+  Object.fromEntries(statuses.map((status) => [status, ErrorEnvelope]));
+
+export function success<T>(data: T, now: Date, statusCode = 200) {
+  return { isSuccess: true as const, statusCode, data, errors: [] as never[], timestamp: now.toISOString() };
+}
+
+export function failure(statusCode: number, errors: [string, ...string[]], now: Date): ErrorEnvelope {
+  return { isSuccess: false, statusCode, data: null, errors, timestamp: now.toISOString() };
+}

@@ -1,0 +1,46 @@
+import { type Static, type TSchema, Type } from 'typebox';
+
+export const MAX_PAGE_SIZE = 100;
+
+/** `?page=&limit=`: query strings are parsed, so `page=2` arrives as the integer 2. */
+export const PaginationQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 10 }),
+});
+export type PaginationQuery = Static<typeof PaginationQuery>;
+
+export const PaginationMeta = Type.Object(
+  {
+    currentPage: Type.Integer(),
+    totalPages: Type.Integer(),
+    totalItems: Type.Integer(),
+    itemsPerPage: Type.Integer(),
+    hasNextPage: Type.Boolean(),
+    hasPrevPage: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+export type PaginationMeta = Static<typeof PaginationMeta>;
+
+/** Schema of PaginatedResponseDto<T>: `{ list, pagination }`. */
+export const Paginated = <T extends TSchema>(item: T) =>
+  Type.Object({ list: Type.Array(item), pagination: PaginationMeta }, { additionalProperties: false });
+
+export type Paginated<T> = { list: T[]; pagination: PaginationMeta };
+
+export function paginationMeta(query: PaginationQuery, totalItems: number): PaginationMeta {
+  const totalPages = Math.ceil(totalItems / query.limit);
+  return {
+    currentPage: query.page,
+    totalPages,
+    totalItems,
+    itemsPerPage: query.limit,
+    hasNextPage: query.page < totalPages,
+    hasPrevPage: query.page > 1,
+  };
+}
+
+/** Rows to skip for the requested page. */
+export function pageOffset(query: PaginationQuery): number {
+  return (query.page - 1) * query.limit;
+}
