@@ -1,0 +1,2 @@
+export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
+export { type ReceivedMail, type SmtpSink, startSmtpSink } from './smtp-sink.ts';

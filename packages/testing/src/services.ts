@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import { migrateToLatest } from '@tessera/infra';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin connection to a Postgres server; each test file creates its own database on it. */
+    postgresUrl: string;
+    redisUrl: string;
+  }
+}
+
+const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database of its own for one test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const adminUrl = inject('postgresUrl');
+  const name = uniqueName('tessera_test');
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${admin.escapeIdentifier(name)}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  await migrateToLatest(url.toString());
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${client.escapeIdentifier(name)} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+export interface TestRedis {
+  url: string;
+  /** For the gateway's own keys. */
+  keyPrefix: string;
+  /** For BullMQ's keys. */
+  bullmqPrefix: string;
+  /** Deletes every key this test file wrote. */
+  flush(): Promise<void>;
+}
+
+/** Key prefixes of its own for one test file on the shared Redis. */
+export function createTestRedis(): TestRedis {
+  const namespace = uniqueName('t');
+  const keyPrefix = `${namespace}:`;
+  const bullmqPrefix = `${namespace}-bull`;
+  const url = inject('redisUrl');
+  return {
+    url,
+    keyPrefix,
+    bullmqPrefix,
+    async flush() {
+      const redis = new Redis(url);
+      try {
+        for await (const keys of redis.scanStream({ match: `${namespace}*`, count: 500 })) {
+          if ((keys as string[]).length > 0) await redis.unlink(...(keys as string[]));
+        }
+      } finally {
+        await redis.quit();
+      }
+    },
+  };
+}

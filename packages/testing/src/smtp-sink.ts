@@ -1,0 +1,86 @@
+import type { AddressInfo } from 'node:net';
+import PostalMime from 'postal-mime';
+import { SMTPServer } from 'smtp-server';
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface SmtpSink {
+  url: string;
+  messages: ReceivedMail[];
+  /** Answers the next `count` messages with a temporary failure (451), as a flaky server would. */
+  failNext(count: number, code?: number): void;
+  waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
+  close(): Promise<void>;
+}
+
+/** A real SMTP server on a free loopback port that keeps what it receives, parsed. */
+export async function startSmtpSink(): Promise<SmtpSink> {
+  const messages: ReceivedMail[] = [];
+  const waiters = new Set<() => void>();
+  let failures: { count: number; code: number } = { count: 0, code: 451 };
+
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        if (failures.count > 0) {
+          failures = { ...failures, count: failures.count - 1 };
+          const error = Object.assign(new Error('Try again later'), { responseCode: failures.code });
+          return callback(error);
+        }
+        PostalMime.parse(Buffer.concat(chunks)).then(
+          (mail) => {
+            messages.push({
+              from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+              to: session.envelope.rcptTo.map((r) => r.address),
+              subject: mail.subject ?? '',
+              text: mail.text ?? '',
+              html: mail.html ?? '',
+            });
+            for (const wake of waiters) wake();
+            callback();
+          },
+          (error: Error) => callback(error),
+        );
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    failNext(count, code = 451) {
+      failures = { count, code };
+    },
+    waitFor(predicate, timeoutMs = 10_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = messages.find(predicate);
+          if (!found) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(found);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`No matching email within ${timeoutMs} ms (received ${messages.length})`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
