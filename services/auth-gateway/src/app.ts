@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { type Clock, systemClock } from './clock.ts';
+import type { GatewayConfig } from './config.ts';
+import healthRoutes from './modules/health/routes.ts';
+import sessionsRoutes from './modules/sessions/routes.ts';
+import { createSessionsService } from './modules/sessions/sessions.service.ts';
+import signInRoutes from './modules/sign-in/routes.ts';
+import jwksRoutes from './modules/tokens/routes.ts';
+import auth from './plugins/auth.ts';
+import configPlugin from './plugins/config.ts';
+import db from './plugins/db.ts';
+import errorHandler from './plugins/error-handler.ts';
+import jsonBody from './plugins/json-body.ts';
+import mailQueue from './plugins/mail-queue.ts';
+import redis from './plugins/redis.ts';
+import { validatorCompiler } from './plugins/validation.ts';
+
+export interface AppOptions {
+  clock?: Clock;
+  logger?: FastifyServerOptions['logger'];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The whole gateway: infrastructure first, then the modules, in the order they depend on each other. */
+export async function buildApp(config: GatewayConfig, { clock = systemClock, logger }: AppOptions = {}) {
+  const app = Fastify({
+    logger: logger ?? loggerOptions(config),
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: 16 * 1024,
+    // Honour a well-formed X-Request-Id from the caller, otherwise mint one.
+    requestIdHeader: false,
+    genReqId: (request: IncomingMessage) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  // Infrastructure
+  await app.register(configPlugin, { config, clock });
+  await app.register(errorHandler);
+  await app.register(jsonBody);
+  await app.register(db);
+  await app.register(redis);
+  await app.register(mailQueue);
+  await app.register(auth);
+
+  // Modules
+  const sessions = createSessionsService({
+    db: app.db,
+    activeSessions: app.activeSessions,
+    tokens: app.tokens,
+    clock,
+    accessTokenTtl: config.ACCESS_TOKEN_TTL,
+    refreshTokenTtl: config.REFRESH_TOKEN_TTL,
+    refreshReuseGrace: config.REFRESH_REUSE_GRACE,
+  });
+  await app.register(healthRoutes);
+  await app.register(jwksRoutes);
+  await app.register(signInRoutes, { prefix: '/api/v1/auth', sessions });
+  await app.register(sessionsRoutes, { prefix: '/api/v1/auth', sessions });
+
+  return app;
+}
+
+function loggerOptions(config: GatewayConfig): FastifyServerOptions['logger'] {
+  return {
+    level: config.LOG_LEVEL,
+    // Defence in depth: request bodies are never logged, and no header that carries a credential is.
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+    ...(config.APP_ENV === 'development' ? { transport: { target: 'pino-pretty' } } : {}),
+  };
+}

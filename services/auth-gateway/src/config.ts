@@ -1,0 +1,96 @@
+import os from 'node:os';
+import path from 'node:path';
+import envSchema from 'env-schema';
+import { type Static, Type } from 'typebox';
+
+const Seconds = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
+
+const ConfigSchema = Type.Object({
+  APP_ENV: Type.Union([Type.Literal('development'), Type.Literal('test'), Type.Literal('production')], {
+    default: 'development',
+  }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  /** Fastify `trustProxy`: `true`, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
+  TRUST_PROXY: Type.String({ default: 'false' }),
+  DATABASE_URL: Type.String({ default: 'postgres://postgres@127.0.0.1:5432/tessera' }),
+  REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379' }),
+  /** Prefix of every key the gateway writes to Redis (codes, sessions). */
+  REDIS_KEY_PREFIX: Type.String({ default: 'tessera:' }),
+  BULLMQ_PREFIX: Type.String({ default: 'bull' }),
+
+  JWT_ISSUER: Type.String({ default: 'tessera' }),
+  JWT_AUDIENCE: Type.String({ default: 'tessera' }),
+  /** PEM private key (EdDSA/Ed25519 or ES256) used to sign access tokens. */
+  JWT_PRIVATE_KEY: Type.Optional(Type.String()),
+  /** File holding that PEM key instead; in development it is generated on first start. */
+  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
+  ACCESS_TOKEN_TTL: Seconds(3600),
+  REFRESH_TOKEN_TTL: Seconds(2_592_000),
+  REFRESH_REUSE_GRACE: Type.Integer({ minimum: 0, default: 10 }),
+
+  /** Server secret of the keyed code hash: HMAC(OTP_SECRET, email + code). */
+  OTP_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  OTP_TTL: Seconds(300),
+  OTP_MAX_ATTEMPTS: Seconds(5),
+  OTP_RESEND_COOLDOWN: Type.Integer({ minimum: 0, default: 60 }),
+
+  PRIVACY_POLICY_VERSION: Type.String({ default: '1.0.0' }),
+  TERMS_OF_USE_VERSION: Type.String({ default: '1.0.0' }),
+});
+
+type Env = Static<typeof ConfigSchema>;
+
+/** Variables production refuses to start without. */
+const REQUIRED_IN_PRODUCTION = [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']] as const;
+
+const DEVELOPMENT_OTP_SECRET = 'tessera-development-otp-secret-not-for-production';
+
+export type GatewayConfig = Readonly<
+  Omit<Env, 'TRUST_PROXY' | 'OTP_SECRET' | 'JWT_PRIVATE_KEY_FILE'> & {
+    TRUST_PROXY: ReturnType<typeof parseTrustProxy>;
+    OTP_SECRET: string;
+    JWT_PRIVATE_KEY_FILE: string;
+  }
+>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let parsed: Env;
+  try {
+    parsed = envSchema<Env>({ schema: ConfigSchema, data: env, env: false, dotenv: false });
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message.replaceAll('env/', '')}`);
+  }
+  if (parsed.APP_ENV === 'production') {
+    for (const names of REQUIRED_IN_PRODUCTION) {
+      if (!names.some((name) => parsed[name])) {
+        throw new ConfigError(
+          `Invalid configuration: ${names.join(' or ')} is required when APP_ENV=production`,
+        );
+      }
+    }
+  }
+  return Object.freeze({
+    ...parsed,
+    TRUST_PROXY: parseTrustProxy(parsed.TRUST_PROXY),
+    OTP_SECRET: parsed.OTP_SECRET ?? DEVELOPMENT_OTP_SECRET,
+    JWT_PRIVATE_KEY_FILE:
+      parsed.JWT_PRIVATE_KEY_FILE ?? path.join(os.homedir(), '.cache', 'tessera', 'dev-signing-key.pem'),
+  });
+}
+
+function parseTrustProxy(value: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (value === 'true' || value === 'false') return value === 'true';
+  // A hop count: trust that many proxies in front of the gateway.
+  if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);
+  return value.split(',').map((part) => part.trim());
+}

@@ -1,0 +1,81 @@
+import { AppError, failure, statusMessage } from '@tessera/contracts';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+
+/** Details for the Fastify errors a client can cause; anything else says only its status message. */
+const FASTIFY_ERROR_DETAILS: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'Body is not valid JSON',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+};
+
+// Postgres connection-class and shutdown errors, and the socket errors of any client.
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+const UNAVAILABLE_MESSAGES =
+  /enableOfflineQueue|Connection is closed|Connection terminated|timeout exceeded when trying to connect|MaxRetriesPerRequest/;
+
+function isDependencyUnavailable(error: FastifyError): boolean {
+  return (
+    (error.code !== undefined && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) ||
+    UNAVAILABLE_MESSAGES.test(error.message) ||
+    error.name === 'MaxRetriesPerRequestError'
+  );
+}
+
+function send(reply: FastifyReply, status: number, details: string[]) {
+  return reply
+    .status(status)
+    .send(failure(status, [statusMessage(status), ...details], reply.server.clock.now()));
+}
+
+/** Turns every error and unknown route into the envelope; never shows internals on a 5xx. */
+export default fp(
+  async function errorHandler(app: FastifyInstance) {
+    app.setNotFoundHandler((request, reply) =>
+      send(reply, 404, [`No route ${request.method} ${request.url.split('?')[0]}`]),
+    );
+
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      if (error instanceof AppError) {
+        if (error.retryAfter !== undefined)
+          reply.header('retry-after', String(Math.max(1, error.retryAfter)));
+        return send(reply, error.statusCode, error.details);
+      }
+      if (error.validation) {
+        const where = error.validationContext ?? 'body';
+        return send(
+          reply,
+          400,
+          error.validation.map(
+            (v) => `${where}${v.instancePath.replaceAll('/', '.')} ${v.message ?? 'is invalid'}`,
+          ),
+        );
+      }
+      const status = error.statusCode ?? 500;
+      if (status >= 400 && status < 500) {
+        const detail = error.code ? FASTIFY_ERROR_DETAILS[error.code] : undefined;
+        return send(reply, status, detail ? [detail] : []);
+      }
+      if (isDependencyUnavailable(error)) {
+        request.log.warn({ err: error }, 'dependency unavailable');
+        reply.header('retry-after', '5');
+        return send(reply, 503, []);
+      }
+      request.log.error({ err: error }, 'unhandled error');
+      return send(reply, 500, []);
+    });
+  },
+  { name: 'error-handler', dependencies: ['config'] },
+);

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { body, post, startGateway, type TestGateway } from './helpers.ts';
+
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway();
+  gateway.app.get('/test/explode', async () => {
+    throw new Error('secret internal detail: password=hunter2');
+  });
+});
+afterAll(() => gateway.close());
+
+const SEND = '/api/v1/auth/send-otp-email';
+
+function expectErrorEnvelope(json: Record<string, unknown>, status: number, message: string) {
+  expect(Object.keys(json).sort()).toEqual(['data', 'errors', 'isSuccess', 'statusCode', 'timestamp']);
+  expect(json).toMatchObject({ isSuccess: false, statusCode: status, data: null });
+  expect((json.errors as string[])[0]).toBe(message);
+  expect(json.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+}
+
+describe('every response is the envelope', () => {
+  it('answers an unknown route with an enveloped 404', async () => {
+    const response = await gateway.app.inject({ method: 'GET', url: '/api/v1/nope?token=abc' });
+    expect(response.statusCode).toBe(404);
+    expectErrorEnvelope(body(response), 404, 'Resource not found');
+    expect(response.body).not.toContain('token=abc');
+  });
+
+  it('answers malformed JSON with an enveloped 400', async () => {
+    const response = await gateway.app.inject({
+      method: 'POST',
+      url: SEND,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"email": "a@b.co"',
+    });
+    expect(response.statusCode).toBe(400);
+    expectErrorEnvelope(body(response), 400, 'Validation failed');
+    expect(body(response).errors).toContain('Body is not valid JSON');
+  });
+
+  it('answers a non-JSON body with an enveloped 415', async () => {
+    const response = await gateway.app.inject({
+      method: 'POST',
+      url: SEND,
+      headers: { 'content-type': 'text/plain' },
+      payload: 'email=a@b.co',
+    });
+    expect(response.statusCode).toBe(415);
+    expectErrorEnvelope(body(response), 415, 'Unsupported media type');
+  });
+
+  it('answers an oversized body with an enveloped 413', async () => {
+    const response = await post(gateway.app, SEND, { email: 'a@b.co', padding: 'x'.repeat(64 * 1024) });
+    expect(response.statusCode).toBe(413);
+    expectErrorEnvelope(body(response), 413, 'Payload too large');
+  });
+
+  it('answers an unexpected exception with a 500 that shows no internals', async () => {
+    const response = await gateway.app.inject({ method: 'GET', url: '/test/explode' });
+    expect(response.statusCode).toBe(500);
+    expectErrorEnvelope(body(response), 500, 'Internal server error');
+    expect(response.body).not.toContain('hunter2');
+    expect(response.body).not.toContain('explode');
+  });
+
+  it('names the failing field of an invalid body', async () => {
+    const response = await post(gateway.app, SEND, { email: 'not-an-email' });
+    expect(response.statusCode).toBe(400);
+    expect(body(response).errors).toEqual(['Validation failed', 'body.email must match format "email"']);
+  });
+
+  it('does not coerce body types: a numeric code is a 400', async () => {
+    const response = await post(gateway.app, '/api/v1/auth/verify-otp-email', {
+      email: 'a@b.co',
+      code: 1234,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(body(response).errors[1]).toBe('body.code must be string');
+  });
+
+  it('ignores unknown body fields and normalizes the email', async () => {
+    const response = await post(gateway.app, SEND, {
+      email: '  Alice@Example.COM ',
+      extra: { nested: true },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(body(response)).toMatchObject({
+      isSuccess: true,
+      statusCode: 200,
+      errors: [],
+      data: { email: 'alice@example.com', expiresIn: 300, resendIn: 60 },
+    });
+  });
+
+  it('echoes a well-formed X-Request-Id and mints one otherwise', async () => {
+    const given = await gateway.app.inject({
+      method: 'GET',
+      url: '/health/live',
+      headers: { 'x-request-id': 'abc-123' },
+    });
+    expect(given.headers['x-request-id']).toBe('abc-123');
+    const minted = await gateway.app.inject({
+      method: 'GET',
+      url: '/health/live',
+      headers: { 'x-request-id': 'a b\nc' },
+    });
+    expect(minted.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

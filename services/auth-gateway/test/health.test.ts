@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { body, post, startGateway, type TestGateway } from './helpers.ts';
+
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway();
+});
+afterAll(() => gateway.close());
+
+describe('health', () => {
+  it('is live and ready while Postgres and Redis answer', async () => {
+    const live = await gateway.app.inject({ method: 'GET', url: '/health/live' });
+    expect(body(live)).toMatchObject({ isSuccess: true, statusCode: 200, data: { status: 'ok' } });
+    const ready = await gateway.app.inject({ method: 'GET', url: '/health/ready' });
+    expect(body(ready)).toMatchObject({ isSuccess: true, data: { postgres: 'up', redis: 'up' } });
+  });
+});
+
+describe('when Redis goes away', () => {
+  it('is not ready, answers 503 instead of hanging, and recovers when Redis is back', async () => {
+    const { redis } = gateway.app;
+    redis.disconnect();
+    await vi.waitFor(() => expect(redis.status).toBe('end'));
+    const ready = await gateway.app.inject({ method: 'GET', url: '/health/ready' });
+    expect(ready.statusCode).toBe(503);
+    expect(body(ready).errors).toEqual(['Service unavailable', 'redis is down']);
+
+    const send = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'zoe@example.com' });
+    expect(send.statusCode).toBe(503);
+    expect(body(send)).toMatchObject({ isSuccess: false, data: null, errors: ['Service unavailable'] });
+    expect(send.headers['retry-after']).toBe('5');
+
+    await redis.connect();
+    expect((await gateway.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200);
+  });
+});

@@ -1,0 +1,314 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+const REVOKE = '/api/v1/auth/revoke-token';
+const LOGOUT = '/api/v1/auth/logout';
+const SESSIONS = '/api/v1/auth/sessions';
+
+const clock = manualClock();
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway({}, { clock });
+});
+afterAll(() => gateway.close());
+
+const list = (accessToken: string, query = '') =>
+  gateway.app.inject({ method: 'GET', url: `${SESSIONS}${query}`, headers: bearer(accessToken) });
+const sidOf = (accessToken: string) =>
+  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid as string;
+
+describe('POST /api/v1/auth/revoke-token', () => {
+  it('ends the session of the token: 200 with its id, then its tokens get 401 on the next request', async () => {
+    const session = await signIn(gateway.app, 'amy@example.com');
+    const other = await signIn(gateway.app, 'amy@example.com');
+    const response = await post(
+      gateway.app,
+      REVOKE,
+      { refreshToken: session.refreshToken },
+      bearer(other.accessToken),
+    );
+    expect(response.statusCode).toBe(200);
+    expect(body(response).data).toEqual({
+      _id: sidOf(session.accessToken),
+      revokedAt: clock.now().toISOString(),
+    });
+
+    expect((await list(session.accessToken)).statusCode).toBe(401);
+    expect(
+      (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: session.refreshToken }))
+        .statusCode,
+    ).toBe(401);
+    expect((await list(other.accessToken)).statusCode).toBe(200);
+  });
+
+  it('answers 409 for a token already revoked or rotated away', async () => {
+    const session = await signIn(gateway.app, 'ben@example.com');
+    const rotated = session.refreshToken;
+    const next = body(await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: rotated })).data;
+    expect(
+      (await post(gateway.app, REVOKE, { refreshToken: rotated }, bearer(next.accessToken))).statusCode,
+    ).toBe(409);
+
+    const keeper = await signIn(gateway.app, 'ben@example.com');
+    expect(
+      (await post(gateway.app, REVOKE, { refreshToken: next.refreshToken }, bearer(keeper.accessToken)))
+        .statusCode,
+    ).toBe(200);
+    const again = await post(
+      gateway.app,
+      REVOKE,
+      { refreshToken: next.refreshToken },
+      bearer(keeper.accessToken),
+    );
+    expect(again.statusCode).toBe(409);
+    expect(body(again).errors[0]).toBe('Resource already exists or cannot be changed in its current state');
+  });
+
+  it("answers 403 for another user's token, 404 for an unknown one, 400 without one and 401 without a bearer", async () => {
+    const mine = await signIn(gateway.app, 'cleo@example.com');
+    const theirs = await signIn(gateway.app, 'dan@example.com');
+    const forbidden = await post(
+      gateway.app,
+      REVOKE,
+      { refreshToken: theirs.refreshToken },
+      bearer(mine.accessToken),
+    );
+    expect(forbidden.statusCode).toBe(403);
+    expect(body(forbidden).errors[0]).toBe('Insufficient permissions');
+    expect((await list(theirs.accessToken)).statusCode).toBe(200);
+
+    const unknown = await post(
+      gateway.app,
+      REVOKE,
+      { refreshToken: 'y'.repeat(43) },
+      bearer(mine.accessToken),
+    );
+    expect(unknown.statusCode).toBe(404);
+    expect((await post(gateway.app, REVOKE, {}, bearer(mine.accessToken))).statusCode).toBe(400);
+
+    const anonymous = await post(gateway.app, REVOKE, { refreshToken: mine.refreshToken });
+    expect(anonymous.statusCode).toBe(401);
+    expect(body(anonymous).errors[0]).toBe('Authentication required');
+    expect(
+      (await post(gateway.app, REVOKE, { refreshToken: mine.refreshToken }, { authorization: 'Basic abc' }))
+        .statusCode,
+    ).toBe(401);
+  });
+});
+
+describe('POST /api/v1/auth/logout', () => {
+  it('ends every session of the user and only theirs', async () => {
+    const sessions = [
+      await signIn(gateway.app, 'eve@example.com'),
+      await signIn(gateway.app, 'eve@example.com'),
+      await signIn(gateway.app, 'eve@example.com'),
+    ];
+    const bystander = await signIn(gateway.app, 'fay@example.com');
+    // An empty JSON body with its content type is accepted, as clients often send one.
+    const response = await gateway.app.inject({
+      method: 'POST',
+      url: LOGOUT,
+      headers: { ...bearer(sessions[0]?.accessToken ?? ''), 'content-type': 'application/json' },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(body(response).data).toEqual({ revokedSessions: 3 });
+    for (const session of sessions) {
+      expect((await list(session.accessToken)).statusCode).toBe(401);
+      expect(
+        (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: session.refreshToken }))
+          .statusCode,
+      ).toBe(401);
+    }
+    expect((await list(bystander.accessToken)).statusCode).toBe(200);
+    expect((await gateway.app.inject({ method: 'POST', url: LOGOUT, payload: {} })).statusCode).toBe(401);
+  });
+});
+
+describe('GET /api/v1/auth/sessions', () => {
+  let tokens: Awaited<ReturnType<typeof signIn>>[];
+  beforeAll(async () => {
+    tokens = [];
+    for (let i = 0; i < 25; i++) {
+      tokens.push(await signIn(gateway.app, 'gus@example.com', { 'user-agent': `device-${i}` }));
+      if (i % 2 === 0) clock.advance(1); // some sessions share a creation time: the id breaks the tie
+    }
+  });
+  const caller = () => tokens[24]?.accessToken ?? '';
+
+  it('paginates exactly: totals, flags, and a page past the end', async () => {
+    const pages = await Promise.all([1, 2, 3, 4].map((page) => list(caller(), `?page=${page}&limit=10`)));
+    const meta = pages.map((p) => body(p).data.pagination);
+    expect(meta[0]).toEqual({
+      currentPage: 1,
+      totalPages: 3,
+      totalItems: 25,
+      itemsPerPage: 10,
+      hasNextPage: true,
+      hasPrevPage: false,
+    });
+    expect(meta[1]).toEqual({
+      currentPage: 2,
+      totalPages: 3,
+      totalItems: 25,
+      itemsPerPage: 10,
+      hasNextPage: true,
+      hasPrevPage: true,
+    });
+    expect(meta[2]).toEqual({
+      currentPage: 3,
+      totalPages: 3,
+      totalItems: 25,
+      itemsPerPage: 10,
+      hasNextPage: false,
+      hasPrevPage: true,
+    });
+    expect(meta[3]).toEqual({
+      currentPage: 4,
+      totalPages: 3,
+      totalItems: 25,
+      itemsPerPage: 10,
+      hasNextPage: false,
+      hasPrevPage: true,
+    });
+    expect(pages.map((p) => body(p).data.list.length)).toEqual([10, 10, 5, 0]);
+  });
+
+  it('walks pages in a stable newest-first order without repeating or skipping', async () => {
+    const walked: string[] = [];
+    for (let page = 1; page <= 9; page++) {
+      walked.push(
+        ...body(await list(caller(), `?page=${page}&limit=3`)).data.list.map((s: { _id: string }) => s._id),
+      );
+    }
+    const all = body(await list(caller(), '?limit=100')).data.list;
+    expect(walked).toEqual(all.map((s: { _id: string }) => s._id));
+    expect(new Set(walked).size).toBe(25);
+    // device-23 and device-24 were created at the same instant; device-0 alone first.
+    expect(new Set([all[0].userAgent, all[1].userAgent])).toEqual(new Set(['device-23', 'device-24']));
+    expect(all[24].userAgent).toBe('device-0');
+    const created = all.map((s: { createdAt: string }) => s.createdAt);
+    expect([...created].sort().reverse()).toEqual(created);
+  });
+
+  it("lists each session with its fields and marks the caller's own as current", async () => {
+    const { list: sessions } = body(await list(caller(), '?limit=100')).data;
+    expect(sessions.filter((s: { current: boolean }) => s.current)).toHaveLength(1);
+    const current = sessions.find((s: { current: boolean }) => s.current);
+    expect(current).toEqual({
+      _id: sidOf(caller()),
+      createdAt: expect.any(String),
+      lastUsedAt: expect.any(String),
+      expiresAt: expect.any(String),
+      ipAddress: '127.0.0.1',
+      userAgent: 'device-24',
+      current: true,
+    });
+  });
+
+  it('defaults to page 1 with 10 items', async () => {
+    const { pagination, list: items } = body(await list(caller())).data;
+    expect(items).toHaveLength(10);
+    expect(pagination).toMatchObject({ currentPage: 1, itemsPerPage: 10 });
+  });
+
+  it('rejects page and limit out of bounds or not integers, naming the parameter', async () => {
+    for (const [query, name] of [
+      ['?page=0', 'page'],
+      ['?page=abc', 'page'],
+      ['?limit=0', 'limit'],
+      ['?limit=101', 'limit'],
+      ['?limit=2.5', 'limit'],
+    ]) {
+      const response = await list(caller(), query);
+      expect(response.statusCode, query).toBe(400);
+      expect(body(response).errors[1], query).toMatch(new RegExp(`^querystring\\.${name} `));
+    }
+  });
+
+  it('leaves out ended sessions', async () => {
+    const ended = tokens[0]?.accessToken ?? '';
+    await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/${sidOf(ended)}`,
+      headers: bearer(caller()),
+    });
+    const { list: sessions, pagination } = body(await list(caller(), '?limit=100')).data;
+    expect(pagination.totalItems).toBe(24);
+    expect(sessions.map((s: { _id: string }) => s._id)).not.toContain(sidOf(ended));
+  });
+});
+
+describe('DELETE /api/v1/auth/sessions/{id}', () => {
+  it("ends one of the caller's sessions; the device it belonged to is signed out", async () => {
+    const phone = await signIn(gateway.app, 'hal@example.com');
+    const laptop = await signIn(gateway.app, 'hal@example.com');
+    const response = await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/${sidOf(phone.accessToken)}`,
+      headers: bearer(laptop.accessToken),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(body(response).data).toEqual({
+      _id: sidOf(phone.accessToken),
+      revokedAt: clock.now().toISOString(),
+    });
+    expect((await list(phone.accessToken)).statusCode).toBe(401);
+    expect((await list(laptop.accessToken)).statusCode).toBe(200);
+
+    const again = await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/${sidOf(phone.accessToken)}`,
+      headers: bearer(laptop.accessToken),
+    });
+    expect(again.statusCode).toBe(409);
+  });
+
+  it("answers 404 alike for another user's session and an unknown id, 400 for a malformed id", async () => {
+    const mine = await signIn(gateway.app, 'ida@example.com');
+    const theirs = await signIn(gateway.app, 'jon@example.com');
+    const foreign = await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/${sidOf(theirs.accessToken)}`,
+      headers: bearer(mine.accessToken),
+    });
+    const unknown = await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/00000000-0000-4000-8000-000000000000`,
+      headers: bearer(mine.accessToken),
+    });
+    expect(foreign.statusCode).toBe(404);
+    expect(unknown.statusCode).toBe(404);
+    expect(body(foreign).errors).toEqual(body(unknown).errors);
+    expect((await list(theirs.accessToken)).statusCode).toBe(200);
+    const malformed = await gateway.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/not-a-uuid`,
+      headers: bearer(mine.accessToken),
+    });
+    expect(malformed.statusCode).toBe(400);
+  });
+});
+
+describe('authenticating a request', () => {
+  it('costs one Redis command and no Postgres query', async () => {
+    const probe = await startGateway();
+    try {
+      probe.app.get('/test/whoami', { onRequest: probe.app.authenticate }, async (request) => request.auth);
+      const { accessToken, user } = await signIn(probe.app, 'kim@example.com');
+      // With Postgres gone, only the Redis check stands between the token and the route.
+      await probe.app.db.destroy();
+      const commands = vi.spyOn(probe.app.redis, 'sendCommand');
+      const response = await probe.app.inject({
+        method: 'GET',
+        url: '/test/whoami',
+        headers: bearer(accessToken),
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toMatchObject({ sub: user._id, sid: sidOf(accessToken) });
+      expect(commands).toHaveBeenCalledTimes(1);
+      expect(commands.mock.calls[0]?.[0]).toMatchObject({ name: 'exists' });
+    } finally {
+      await probe.close();
+    }
+  });
+});

@@ -1,0 +1,209 @@
+import { EMAIL_QUEUE, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { body, post, startGateway, type TestGateway } from './helpers.ts';
+
+const SEND = '/api/v1/auth/send-otp-email';
+const VERIFY = '/api/v1/auth/verify-otp-email';
+
+let gateway: TestGateway;
+let queue: Queue<SendOtpJobData>;
+let redis: Redis;
+beforeAll(async () => {
+  gateway = await startGateway({ TRUST_PROXY: 'true' });
+  queue = new Queue(EMAIL_QUEUE, {
+    connection: { url: gateway.config.REDIS_URL },
+    prefix: gateway.config.BULLMQ_PREFIX,
+  });
+  redis = new Redis(gateway.config.REDIS_URL);
+});
+afterAll(async () => {
+  await queue.close();
+  await redis.quit();
+  await gateway.close();
+});
+
+const send = async (email: string) => body(await post(gateway.app, SEND, { email })).data;
+const verify = (email: string, code: string, headers: Record<string, string> = {}) =>
+  post(gateway.app, VERIFY, { email, code }, headers);
+const wrongCode = (code: string) => String((Number(code) + 1) % 10_000).padStart(4, '0');
+
+async function redisEntries(): Promise<string> {
+  const keys = await redis.keys(`${gateway.config.REDIS_KEY_PREFIX}*`);
+  const values = await Promise.all(
+    keys.map(async (key) =>
+      (await redis.type(key)) === 'hash' ? JSON.stringify(await redis.hgetall(key)) : '',
+    ),
+  );
+  return [...keys, ...values].join('\n');
+}
+
+describe('POST /api/v1/auth/send-otp-email', () => {
+  it('issues a 4-digit code, enqueues its email and keeps only a keyed hash of it', async () => {
+    const data = await send('Carol@Example.com');
+    expect(data).toEqual({
+      email: 'carol@example.com',
+      expiresIn: 300,
+      resendIn: 60,
+      code: expect.any(String),
+    });
+    expect(data.code).toMatch(/^\d{4}$/);
+
+    const jobs = (await queue.getWaiting()).filter((job) => job.data.to === 'carol@example.com');
+    expect(jobs).toHaveLength(1);
+    const [job] = jobs;
+    expect(job?.name).toBe(SEND_OTP_JOB);
+    expect(job?.id).toMatch(/^otp-[0-9a-f-]{36}$/);
+    expect(job?.data.code).toBe(data.code);
+    expect(Date.parse(job?.data.expiresAt ?? '') - Date.now()).toBeGreaterThan(290_000);
+
+    const stored = await redisEntries();
+    expect(stored).not.toContain('carol@example.com');
+    expect(stored).not.toMatch(new RegExp(`(^|[^0-9a-f])${data.code}([^0-9a-f]|$)`));
+  });
+
+  it('gives each code its own job id, so a resend is a new email', async () => {
+    await send('dave@example.com');
+    await send('dave@example.com');
+    const jobs = (await queue.getWaiting()).filter((job) => job.data.to === 'dave@example.com');
+    expect(new Set(jobs.map((job) => job.id)).size).toBe(2);
+  });
+
+  it('answers alike for known and unknown emails', async () => {
+    const known = 'known@example.com';
+    await verify(known, (await send(known)).code);
+    const forKnown = await send(known);
+    const forUnknown = await send('unknown@example.com');
+    expect(Object.keys(forKnown)).toEqual(Object.keys(forUnknown));
+    expect({ ...forKnown, email: '', code: '' }).toEqual({ ...forUnknown, email: '', code: '' });
+  });
+});
+
+describe('POST /api/v1/auth/verify-otp-email', () => {
+  it('signs a new user in, creating the user with every field of the specification', async () => {
+    const { code } = await send('erin@example.com');
+    const response = await verify('ERIN@example.com ', code);
+    expect(response.statusCode).toBe(200);
+    const data = body(response).data;
+    expect(data).toMatchObject({
+      expiresIn: 3600,
+      refreshExpiresIn: 2_592_000,
+      isRegistrationComplete: false,
+    });
+    expect(data.accessToken.split('.')).toHaveLength(3);
+    expect(data.refreshToken).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(Object.keys(data.user)).toHaveLength(43);
+    expect(data.user).toMatchObject({
+      email: 'erin@example.com',
+      roles: ['user'],
+      isRegistrationComplete: false,
+      name: null,
+      interests: [],
+      followersCount: 0,
+      creditBalance: 0,
+      privacyPolicyAccepted: false,
+      accountDeletionRequestedAt: null,
+    });
+    expect(data.user._id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.parse(data.user.lastLogin)).not.toBeNaN();
+  });
+
+  it('signs the same user in again with a new session', async () => {
+    const first = body(await verify('frank@example.com', (await send('frank@example.com')).code)).data;
+    const second = body(await verify('frank@example.com', (await send('frank@example.com')).code)).data;
+    expect(second.user._id).toBe(first.user._id);
+    const sessions = await gateway.app.db
+      .selectFrom('sessions')
+      .select('id')
+      .where('userId', '=', first.user._id)
+      .execute();
+    expect(sessions).toHaveLength(2);
+  });
+
+  it('records the client IP (from X-Forwarded-For behind a trusted proxy) and user agent on the session', async () => {
+    const { code } = await send('grace@example.com');
+    const response = await verify('grace@example.com', code, {
+      'x-forwarded-for': '203.0.113.7',
+      'user-agent': 'TesseraTest/1.0',
+    });
+    const session = await gateway.app.db
+      .selectFrom('sessions')
+      .select(['ipAddress', 'userAgent'])
+      .where('userId', '=', body(response).data.user._id)
+      .executeTakeFirstOrThrow();
+    expect(session).toEqual({ ipAddress: '203.0.113.7', userAgent: 'TesseraTest/1.0' });
+  });
+
+  it('answers a wrong code with 400 "Invalid code"', async () => {
+    const { code } = await send('heidi@example.com');
+    const response = await verify('heidi@example.com', wrongCode(code));
+    expect(response.statusCode).toBe(400);
+    expect(body(response).errors.slice(0, 2)).toEqual(['Validation failed', 'Invalid code']);
+  });
+
+  it('answers 404 when no code was sent, and after the code was used', async () => {
+    expect((await verify('nobody@example.com', '1234')).statusCode).toBe(404);
+    const { code } = await send('ivan@example.com');
+    expect((await verify('ivan@example.com', code)).statusCode).toBe(200);
+    const reused = await verify('ivan@example.com', code);
+    expect(reused.statusCode).toBe(404);
+    expect(body(reused).errors[0]).toBe('Resource not found');
+  });
+
+  it('locks the code after 5 wrong guesses: the 5th is 400, then even the right code is 409 until a new one', async () => {
+    const { code } = await send('judy@example.com');
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      expect((await verify('judy@example.com', wrongCode(code))).statusCode).toBe(400);
+    }
+    const locked = await verify('judy@example.com', code);
+    expect(locked.statusCode).toBe(409);
+    expect(body(locked).errors[0]).toBe('Resource already exists or cannot be changed in its current state');
+
+    const fresh = await send('judy@example.com');
+    expect((await verify('judy@example.com', fresh.code)).statusCode).toBe(200);
+  });
+
+  it('a new code replaces the previous one', async () => {
+    const first = await send('ken@example.com');
+    const second = await send('ken@example.com');
+    if (first.code !== second.code)
+      expect((await verify('ken@example.com', first.code)).statusCode).toBe(400);
+    expect((await verify('ken@example.com', second.code)).statusCode).toBe(200);
+  });
+
+  it('is single use under concurrency: 10 simultaneous verifications, exactly one 200', async () => {
+    const { code } = await send('laura@example.com');
+    const responses = await Promise.all(Array.from({ length: 10 }, () => verify('laura@example.com', code)));
+    const statuses = responses.map((r) => r.statusCode).sort();
+    expect(statuses).toEqual([200, ...Array(9).fill(404)]);
+    const user = await gateway.app.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', 'laura@example.com')
+      .execute();
+    const sessions = await gateway.app.db
+      .selectFrom('sessions')
+      .select('id')
+      .where('userId', '=', user[0]?.id ?? '')
+      .execute();
+    expect(sessions).toHaveLength(1);
+  });
+
+  it('counts attempts atomically: 12 simultaneous wrong guesses, exactly 5 evaluated', async () => {
+    const { code } = await send('mallory@example.com');
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, () => verify('mallory@example.com', wrongCode(code))),
+    );
+    const statuses = responses.map((r) => r.statusCode).sort();
+    expect(statuses).toEqual([...Array(5).fill(400), ...Array(7).fill(409)]);
+  });
+
+  it('rejects a code that is not 4 digits', async () => {
+    for (const code of ['123', '12345', 'abcd', ' 1234']) {
+      const response = await verify('nina@example.com', code);
+      expect(response.statusCode).toBe(400);
+      expect(body(response).errors[1]).toMatch(/^body\.code /);
+    }
+  });
+});

@@ -1,0 +1,167 @@
+import { createHash, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+const REFRESH = '/api/v1/auth/refresh-token';
+const SESSIONS = '/api/v1/auth/sessions';
+
+const clock = manualClock();
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway({}, { clock });
+});
+afterAll(() => gateway.close());
+
+const decode = (token: string) => {
+  const [header = '', payload = ''] = token.split('.');
+  return {
+    header: JSON.parse(Buffer.from(header, 'base64url').toString()),
+    payload: JSON.parse(Buffer.from(payload, 'base64url').toString()),
+  };
+};
+const refresh = (refreshToken: string) => post(gateway.app, REFRESH, { refreshToken });
+const listSessions = (accessToken: string) =>
+  gateway.app.inject({ method: 'GET', url: SESSIONS, headers: bearer(accessToken) });
+
+describe('access tokens', () => {
+  it('are EdDSA JWTs with kid, iss, aud, sub, sid, roles, iat and exp, verifiable with the JWKS', async () => {
+    const { accessToken, user } = await signIn(gateway.app, 'olivia@example.com');
+    const { header, payload } = decode(accessToken);
+    expect(header).toMatchObject({ alg: 'EdDSA', typ: 'JWT', kid: expect.any(String) });
+    expect(payload).toMatchObject({ iss: 'tessera', aud: 'tessera', sub: user._id, roles: ['user'] });
+    expect(payload.sid).toMatch(/^[0-9a-f-]{36}$/);
+    expect(payload.exp - payload.iat).toBe(3600);
+
+    const jwks = await gateway.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+    expect(jwks.statusCode).toBe(200);
+    const { keys } = jwks.json();
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', kid: header.kid, alg: 'EdDSA', use: 'sig' });
+    expect(keys[0]).not.toHaveProperty('d');
+    const [h, p, signature = ''] = accessToken.split('.');
+    const key = createPublicKey({ key: keys[0], format: 'jwk' });
+    expect(verifySignature(null, Buffer.from(`${h}.${p}`), key, Buffer.from(signature, 'base64url'))).toBe(
+      true,
+    );
+  });
+
+  it('are refused when unsigned, HMAC-signed, signed by another key, for another audience or expired', async () => {
+    const { accessToken } = await signIn(gateway.app, 'peggy@example.com');
+    const { header, payload } = decode(accessToken);
+    const jwk = (await gateway.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json().keys[0];
+    const publicPem = createPublicKey({ key: jwk, format: 'jwk' })
+      .export({ type: 'spki', format: 'pem' })
+      .toString();
+    const stranger = generateKeyPairSync('ed25519')
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+    const claims = { ...payload };
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+    const forged = [
+      `${b64({ alg: 'none', typ: 'JWT', kid: header.kid })}.${b64(claims)}.`,
+      createSigner({ key: publicPem, algorithm: 'HS256', kid: header.kid })(claims),
+      createSigner({ key: stranger, algorithm: 'EdDSA', kid: header.kid })(claims),
+      createSigner({ key: stranger, algorithm: 'EdDSA', kid: 'unknown-kid' })(claims),
+      accessToken.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+    ];
+    for (const token of forged) {
+      const response = await listSessions(token);
+      expect(response.statusCode, token).toBe(401);
+      expect(response.json().errors[0]).toBe('Authentication required');
+    }
+    expect((await listSessions(accessToken)).statusCode).toBe(200);
+  });
+
+  it('expire after ACCESS_TOKEN_TTL', async () => {
+    const past = manualClock(new Date(Date.now() - 2 * 3600 * 1000));
+    const old = await startGateway({}, { clock: past });
+    try {
+      const { accessToken } = await signIn(old.app, 'quinn@example.com');
+      const response = await old.app.inject({ method: 'GET', url: SESSIONS, headers: bearer(accessToken) });
+      expect(response.statusCode).toBe(401);
+    } finally {
+      await old.close();
+    }
+  });
+
+  it('can be ES256 when the configured key is P-256', async () => {
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+    const es = await startGateway({ JWT_PRIVATE_KEY: pem });
+    try {
+      const { accessToken } = await signIn(es.app, 'rita@example.com');
+      expect(decode(accessToken).header.alg).toBe('ES256');
+      expect(
+        (await es.app.inject({ method: 'GET', url: SESSIONS, headers: bearer(accessToken) })).statusCode,
+      ).toBe(200);
+      const jwks = (await es.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+      expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256' });
+    } finally {
+      await es.close();
+    }
+  });
+});
+
+describe('POST /api/v1/auth/refresh-token', () => {
+  it('rotates: returns a new pair for the same session, and stores refresh tokens only as hashes', async () => {
+    const first = await signIn(gateway.app, 'sybil@example.com');
+    clock.advance(1);
+    const response = await refresh(first.refreshToken);
+    expect(response.statusCode).toBe(200);
+    const next = body(response).data;
+    expect(Object.keys(next).sort()).toEqual([
+      'accessToken',
+      'expiresIn',
+      'refreshExpiresIn',
+      'refreshToken',
+    ]);
+    expect(next.refreshToken).not.toBe(first.refreshToken);
+    expect(decode(next.accessToken).payload.sid).toBe(decode(first.accessToken).payload.sid);
+    expect((await listSessions(next.accessToken)).statusCode).toBe(200);
+
+    const rows = await gateway.app.db.selectFrom('refreshTokens').selectAll().execute();
+    const stored = JSON.stringify(rows);
+    for (const token of [first.refreshToken, next.refreshToken]) {
+      expect(stored).not.toContain(token);
+      const hash = createHash('sha256').update(token).digest();
+      expect(rows.some((row) => row.tokenHash.equals(hash))).toBe(true);
+    }
+  });
+
+  it('returns the same successor pair to a retry inside the grace window', async () => {
+    const first = await signIn(gateway.app, 'trent@example.com');
+    const a = body(await refresh(first.refreshToken)).data;
+    clock.advance(5);
+    const b = body(await refresh(first.refreshToken)).data;
+    expect(b).toEqual(a);
+  });
+
+  it('ends the whole session when a rotated token is reused after the grace window', async () => {
+    const first = await signIn(gateway.app, 'ursula@example.com');
+    const next = body(await refresh(first.refreshToken)).data;
+    clock.advance(11);
+    const reuse = await refresh(first.refreshToken);
+    expect(reuse.statusCode).toBe(401);
+    expect(body(reuse).errors[0]).toBe('Authentication required');
+    // The thief's and the victim's tokens of that session all stop working.
+    expect((await refresh(next.refreshToken)).statusCode).toBe(401);
+    expect((await listSessions(next.accessToken)).statusCode).toBe(401);
+    expect((await listSessions(first.accessToken)).statusCode).toBe(401);
+  });
+
+  it('refuses an unknown token with 401 and a missing one with 400', async () => {
+    expect((await refresh('x'.repeat(43))).statusCode).toBe(401);
+    const missing = await post(gateway.app, REFRESH, {});
+    expect(missing.statusCode).toBe(400);
+    expect(body(missing).errors[1]).toBe("body must have required property 'refreshToken'");
+  });
+
+  it('refuses a refresh token past REFRESH_TOKEN_TTL', async () => {
+    const first = await signIn(gateway.app, 'victor@example.com');
+    clock.advance(2_592_000 + 1);
+    expect((await refresh(first.refreshToken)).statusCode).toBe(401);
+  });
+});
