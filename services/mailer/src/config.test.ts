@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+/** The one-line message an operator sees when the mailer refuses to start. */
+function startupError(env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    const { message } = error as ConfigError;
+    expect(message).not.toContain('\n');
+    return message;
+  }
+  throw new Error('loadConfig accepted the configuration');
+}
+
+describe('loadConfig', () => {
+  it('refuses production without SMTP_URL', () => {
+    expect(startupError({ APP_ENV: 'production' })).toBe(
+      'Invalid configuration: SMTP_URL is required when APP_ENV=production',
+    );
+  });
+
+  it('refuses production without an explicit MAIL_FROM', () => {
+    expect(
+      startupError({ APP_ENV: 'production', SMTP_URL: 'smtps://mailer:secret@smtp.example.com:465' }),
+    ).toBe('Invalid configuration: MAIL_FROM is required when APP_ENV=production');
+  });
+
+  it('names a MAILER_CONCURRENCY that is not a whole number in range', () => {
+    expect(startupError({ MAILER_CONCURRENCY: 'abc' })).toBe(
+      'Invalid configuration: MAILER_CONCURRENCY must be integer',
+    );
+    expect(startupError({ MAILER_CONCURRENCY: '0' })).toContain('MAILER_CONCURRENCY');
+  });
+
+  it('names an SMTP_URL that is not smtp:// or smtps://', () => {
+    expect(startupError({ SMTP_URL: 'http://smtp.example.com' })).toMatch(
+      /^Invalid configuration: SMTP_URL /,
+    );
+  });
+
+  it('starts in development with no mail server, writing to the outbox', () => {
+    const config = loadConfig({ MAILER_CONCURRENCY: '10' });
+    expect(config).toMatchObject({ APP_ENV: 'development', MAILER_CONCURRENCY: 10, BULLMQ_PREFIX: 'bull' });
+    expect(config.SMTP_URL).toBeUndefined();
+    expect(config.MAIL_OUTBOX_DIR).toMatch(/tessera[/\\]outbox$/);
+  });
+});
