@@ -1,0 +1,176 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import {
+  createTestDatabase,
+  createTestRedis,
+  type SmtpSink,
+  startSmtpSink,
+  type TestDatabase,
+  type TestRedis,
+} from '@tessera/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The whole product as an operator runs it: the gateway and the mailer as their own processes in
+// production mode, a real queue between them and a real SMTP server at the end.
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+let database: TestDatabase;
+let redis: TestRedis;
+let sink: SmtpSink;
+let baseUrl: string;
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+type Json = Record<string, any>;
+const processes: ChildProcess[] = [];
+const logs: string[] = [];
+
+async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  return port;
+}
+
+function start(script: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [script], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
+  processes.push(child);
+  return child;
+}
+
+async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: {
+      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}),
+      'user-agent': 'e2e-client',
+    },
+    body: payload === undefined ? undefined : JSON.stringify(payload),
+  });
+  return { status: response.status, json: (await response.json()) as Json };
+}
+
+beforeAll(async () => {
+  [database, sink] = await Promise.all([createTestDatabase(), startSmtpSink()]);
+  redis = createTestRedis();
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  const shared = {
+    APP_ENV: 'production',
+    LOG_LEVEL: 'info',
+    REDIS_URL: redis.url,
+    BULLMQ_PREFIX: redis.bullmqPrefix,
+  };
+  start('services/auth-gateway/src/server.ts', {
+    ...shared,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: database.url,
+    REDIS_KEY_PREFIX: redis.keyPrefix,
+    JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString(),
+    OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
+  });
+  start('services/mailer/src/main.ts', {
+    ...shared,
+    SMTP_URL: sink.url,
+    MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+  });
+
+  for (let i = 0; i < 100; i++) {
+    const ready = await fetch(`${baseUrl}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`gateway did not become ready:\n${logs.join('')}`);
+});
+
+afterAll(async () => {
+  for (const child of processes) if (child.exitCode === null) child.kill('SIGKILL');
+  await Promise.all([sink?.close(), database?.drop(), redis?.flush()]);
+});
+
+/** Requests a code and reads it from the email, as a person would. */
+async function signInByEmail(email: string) {
+  const sent = await call('POST', '/api/v1/auth/send-otp-email', { email });
+  expect(sent.status).toBe(200);
+  expect(sent.json.data).not.toHaveProperty('code');
+  const mail = await sink.waitFor((m) => m.to.includes(email) && !usedSubjects.has(m.subject));
+  usedSubjects.add(mail.subject);
+  const code = /\b(\d{4})\b/.exec(mail.subject)?.[1] ?? '';
+  expect(mail.text).toContain(code);
+  expect(mail.html).toContain(code);
+  const verified = await call('POST', '/api/v1/auth/verify-otp-email', { email, code });
+  expect(verified.status).toBe(200);
+  return { code, ...verified.json.data };
+}
+const usedSubjects = new Set<string>();
+
+describe('the whole sign-in flow, end to end', () => {
+  it('code by email → sign in → refresh → sessions → revoke → logout, with no secret in any log', async () => {
+    const email = 'newcomer@example.com';
+    const laptop = await signInByEmail(email);
+    const phone = await signInByEmail(email);
+    expect(phone.user._id).toBe(laptop.user._id);
+    expect(laptop.isRegistrationComplete).toBe(false);
+
+    const refreshed = await call('POST', '/api/v1/auth/refresh-token', { refreshToken: laptop.refreshToken });
+    expect(refreshed.status).toBe(200);
+    const laptopTokens = refreshed.json.data;
+
+    const listed = await call(
+      'GET',
+      '/api/v1/auth/sessions?page=1&limit=10',
+      undefined,
+      laptopTokens.accessToken,
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.pagination).toMatchObject({ totalItems: 2, totalPages: 1, currentPage: 1 });
+    expect(listed.json.data.list.filter((s: { current: boolean }) => s.current)).toHaveLength(1);
+    expect(listed.json.data.list[0]).toMatchObject({ ipAddress: '127.0.0.1', userAgent: 'e2e-client' });
+
+    const revoked = await call(
+      'POST',
+      '/api/v1/auth/revoke-token',
+      { refreshToken: phone.refreshToken },
+      laptopTokens.accessToken,
+    );
+    expect(revoked.status).toBe(200);
+    expect((await call('GET', '/api/v1/auth/sessions', undefined, phone.accessToken)).status).toBe(401);
+
+    const logout = await call('POST', '/api/v1/auth/logout', {}, laptopTokens.accessToken);
+    expect(logout.json.data).toEqual({ revokedSessions: 1 });
+    expect((await call('GET', '/api/v1/auth/sessions', undefined, laptopTokens.accessToken)).status).toBe(
+      401,
+    );
+
+    const jwks = (await fetch(`${baseUrl}/.well-known/jwks.json`).then((r) => r.json())) as Json;
+    expect(jwks.keys).toHaveLength(1);
+
+    const secrets = [laptop.accessToken, laptop.refreshToken, phone.refreshToken, laptopTokens.refreshToken];
+    const output = logs.join('');
+    expect(output).toContain('send-otp done');
+    for (const secret of secrets) expect(output).not.toContain(secret);
+    for (const { code } of [laptop, phone]) expect(output).not.toMatch(new RegExp(`\\b${code}\\b`));
+  });
+
+  it('both processes stop gracefully on SIGTERM', async () => {
+    const exits = processes.map((child) => once(child, 'exit'));
+    for (const child of processes) child.kill('SIGTERM');
+    const codes = (await Promise.all(exits)).map(([code]) => code);
+    expect(codes).toEqual([0, 0]);
+  });
+});
