@@ -36,7 +36,7 @@ const ConfigSchema = Type.Object({
   /** Server secret of the keyed code hash: HMAC(OTP_SECRET, email + code). */
   OTP_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   OTP_TTL: Seconds(300),
-  OTP_MAX_ATTEMPTS: Seconds(5),
+  OTP_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 5 }),
   OTP_RESEND_COOLDOWN: Type.Integer({ minimum: 0, default: 60 }),
 
   PRIVACY_POLICY_VERSION: Type.String({ default: '1.0.0' }),
