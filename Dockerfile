@@ -4,6 +4,7 @@ FROM node:24-slim AS base
 RUN npm install --global pnpm@10
 WORKDIR /app
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY packages/config/package.json packages/config/
 COPY packages/contracts/package.json packages/contracts/
 COPY packages/testing/package.json packages/testing/
 COPY infra/package.json infra/
@@ -12,6 +13,7 @@ COPY services/mailer/package.json services/mailer/
 COPY test/package.json test/
 RUN pnpm install --frozen-lockfile --prod \
     --filter "@tessera/auth-gateway..." --filter "@tessera/mailer..." --filter "@tessera/infra..."
+COPY packages/config packages/config
 COPY packages/contracts packages/contracts
 COPY infra infra
 COPY services services

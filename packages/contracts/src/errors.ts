@@ -4,10 +4,12 @@ export const STATUS_MESSAGES = {
   401: 'Authentication required',
   403: 'Insufficient permissions',
   404: 'Resource not found',
+  408: 'Request timeout',
   409: 'Resource already exists or cannot be changed in its current state',
   413: 'Payload too large',
   415: 'Unsupported media type',
   429: 'Too many requests',
+  431: 'Request header fields too large',
   500: 'Internal server error',
   503: 'Service unavailable',
 } as const;

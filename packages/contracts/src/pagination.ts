@@ -1,10 +1,12 @@
 import { type Static, type TSchema, Type } from 'typebox';
 
 export const MAX_PAGE_SIZE = 100;
+/** Far beyond any real list; keeps the row offset a safe integer. */
+export const MAX_PAGE = 1_000_000;
 
 /** `?page=&limit=`: query strings are parsed, so `page=2` arrives as the integer 2. */
 export const PaginationQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1 }),
+  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 }),
   limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 10 }),
 });
 export type PaginationQuery = Static<typeof PaginationQuery>;

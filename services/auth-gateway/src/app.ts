@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { DestinationStream } from 'pino';
 import { type Clock, systemClock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
 import healthRoutes from './modules/health/routes.ts';
@@ -12,7 +13,7 @@ import jwksRoutes from './modules/tokens/routes.ts';
 import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import db from './plugins/db.ts';
-import errorHandler from './plugins/error-handler.ts';
+import errorHandler, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts';
 import jsonBody from './plugins/json-body.ts';
 import mailQueue from './plugins/mail-queue.ts';
 import redis from './plugins/redis.ts';
@@ -20,17 +21,20 @@ import { validatorCompiler } from './plugins/validation.ts';
 
 export interface AppOptions {
   clock?: Clock;
-  logger?: FastifyServerOptions['logger'];
+  /** Where log lines go instead of stdout (tests read them). */
+  logStream?: DestinationStream;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The whole gateway: infrastructure first, then the modules, in the order they depend on each other. */
-export async function buildApp(config: GatewayConfig, { clock = systemClock, logger }: AppOptions = {}) {
+export async function buildApp(config: GatewayConfig, { clock = systemClock, logStream }: AppOptions = {}) {
   const app = Fastify({
-    logger: logger ?? loggerOptions(config),
+    logger: loggerOptions(config, logStream),
     trustProxy: config.TRUST_PROXY,
     bodyLimit: 16 * 1024,
+    frameworkErrors,
+    clientErrorHandler,
     // Honour a well-formed X-Request-Id from the caller, otherwise mint one.
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
@@ -70,11 +74,16 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
   return app;
 }
 
-function loggerOptions(config: GatewayConfig): FastifyServerOptions['logger'] {
+function loggerOptions(config: GatewayConfig, stream?: DestinationStream): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
-    // Defence in depth: request bodies are never logged, and no header that carries a credential is.
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
-    ...(config.APP_ENV === 'development' ? { transport: { target: 'pino-pretty' } } : {}),
+    // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
+    // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command'],
+    ...(stream
+      ? { stream }
+      : config.APP_ENV === 'development'
+        ? { transport: { target: 'pino-pretty' } }
+        : {}),
   };
 }

@@ -1,20 +1,15 @@
 import os from 'node:os';
 import path from 'node:path';
-import envSchema from 'env-schema';
+import { AppEnv, LogLevel, readEnv, requireInProduction } from '@tessera/config';
 import { type Static, Type } from 'typebox';
 
 const Seconds = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
 
 const ConfigSchema = Type.Object({
-  APP_ENV: Type.Union([Type.Literal('development'), Type.Literal('test'), Type.Literal('production')], {
-    default: 'development',
-  }),
+  APP_ENV: AppEnv,
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ default: '0.0.0.0' }),
-  LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-    { default: 'info' },
-  ),
+  LOG_LEVEL: LogLevel,
   /** Fastify `trustProxy`: `true`, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
   TRUST_PROXY: Type.String({ default: 'false' }),
   DATABASE_URL: Type.String({ default: 'postgres://postgres@127.0.0.1:5432/tessera' }),
@@ -45,9 +40,6 @@ const ConfigSchema = Type.Object({
 
 type Env = Static<typeof ConfigSchema>;
 
-/** Variables production refuses to start without. */
-const REQUIRED_IN_PRODUCTION = [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']] as const;
-
 const DEVELOPMENT_OTP_SECRET = 'tessera-development-otp-secret-not-for-production';
 
 export type GatewayConfig = Readonly<
@@ -58,27 +50,10 @@ export type GatewayConfig = Readonly<
   }
 >;
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 /** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  let parsed: Env;
-  try {
-    parsed = envSchema<Env>({ schema: ConfigSchema, data: env, env: false, dotenv: false });
-  } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${(error as Error).message.replaceAll('env/', '')}`);
-  }
-  if (parsed.APP_ENV === 'production') {
-    for (const names of REQUIRED_IN_PRODUCTION) {
-      if (!names.some((name) => parsed[name])) {
-        throw new ConfigError(
-          `Invalid configuration: ${names.join(' or ')} is required when APP_ENV=production`,
-        );
-      }
-    }
-  }
+  const parsed = readEnv(ConfigSchema, env);
+  requireInProduction(parsed, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']]);
   return Object.freeze({
     ...parsed,
     TRUST_PROXY: parseTrustProxy(parsed.TRUST_PROXY),

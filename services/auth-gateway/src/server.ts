@@ -1,16 +1,10 @@
+import { loadOrExit } from '@tessera/config';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfig } from './config.ts';
 
 /** The gateway process: configuration, listen, graceful close on SIGINT/SIGTERM. */
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message);
-  process.exit(1);
-}
+const config = loadOrExit(loadConfig);
 
 const app = await buildApp(config).catch((error: Error) => {
   console.error(`Tessera gateway failed to start: ${error.message}`);

@@ -1,3 +1,4 @@
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { body, post, startGateway, type TestGateway } from './helpers.ts';
 
@@ -91,6 +92,25 @@ describe('every response is the envelope', () => {
       errors: [],
       data: { email: 'alice@example.com', expiresIn: 300, resendIn: 60 },
     });
+  });
+
+  it('envelopes a URL that cannot be decoded', async () => {
+    const response = await gateway.app.inject({ method: 'GET', url: '/api/v1/auth/sessions/%E0%A4%A' });
+    expect(response.statusCode).toBe(400);
+    expectErrorEnvelope(body(response), 400, 'Validation failed');
+  });
+
+  it('envelopes a request too broken to parse, straight from the socket', async () => {
+    await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = gateway.app.server.address() as AddressInfo;
+    const socket = net.connect(port, '127.0.0.1');
+    socket.end('NOT HTTP AT ALL\r\n\r\n');
+    const chunks: Buffer[] = [];
+    for await (const chunk of socket) chunks.push(chunk as Buffer);
+    const [head = '', payload = ''] = Buffer.concat(chunks).toString().split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toContain('application/json');
+    expectErrorEnvelope(JSON.parse(payload), 400, 'Validation failed');
   });
 
   it('echoes a well-formed X-Request-Id and mints one otherwise', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../src/app.ts';
 import { body, post, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
@@ -32,5 +33,25 @@ describe('when Redis goes away', () => {
 
     await redis.connect();
     expect((await gateway.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200);
+  });
+});
+
+describe('when Postgres goes away during a sign-in', () => {
+  it('answers 503 and gives the code back for a retry', async () => {
+    // A second gateway on the same database and Redis, whose Postgres pool is then closed.
+    const broken = await buildApp(gateway.config);
+    try {
+      const email = 'yan@example.com';
+      const { code } = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
+      await broken.db.destroy();
+      const failed = await post(broken, '/api/v1/auth/verify-otp-email', { email, code });
+      expect(failed.statusCode).toBe(503);
+      expect(body(failed).errors).toEqual(['Service unavailable']);
+      expect((await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code })).statusCode).toBe(
+        200,
+      );
+    } finally {
+      await broken.close();
+    }
   });
 });

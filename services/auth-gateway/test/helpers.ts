@@ -1,6 +1,6 @@
 import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../src/app.ts';
+import { type AppOptions, buildApp } from '../src/app.ts';
 import { type Clock, systemClock } from '../src/clock.ts';
 import { type GatewayConfig, loadConfig } from '../src/config.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
@@ -17,7 +17,7 @@ export interface TestGateway {
  */
 export async function startGateway(
   env: Record<string, string> = {},
-  { clock = systemClock }: { clock?: Clock } = {},
+  { clock = systemClock, logStream }: AppOptions = {},
 ): Promise<TestGateway> {
   const database = await createTestDatabase();
   const redis = createTestRedis();
@@ -32,7 +32,7 @@ export async function startGateway(
     OTP_SECRET: 'test-otp-secret-that-is-long-enough-0123456789',
     ...env,
   });
-  const app = await buildApp(config, { clock });
+  const app = await buildApp(config, { clock, logStream });
   return {
     app,
     config,

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
@@ -218,6 +219,7 @@ describe('GET /api/v1/auth/sessions', () => {
       ['?limit=0', 'limit'],
       ['?limit=101', 'limit'],
       ['?limit=2.5', 'limit'],
+      ['?page=1000000000000', 'page'],
     ]) {
       const response = await list(caller(), query);
       expect(response.statusCode, query).toBe(400);
@@ -263,29 +265,62 @@ describe('DELETE /api/v1/auth/sessions/{id}', () => {
     expect(again.statusCode).toBe(409);
   });
 
-  it("answers 404 alike for another user's session and an unknown id, 400 for a malformed id", async () => {
+  it("answers 404 alike for another user's session, an unknown id and a malformed one", async () => {
     const mine = await signIn(gateway.app, 'ida@example.com');
     const theirs = await signIn(gateway.app, 'jon@example.com');
-    const foreign = await gateway.app.inject({
-      method: 'DELETE',
-      url: `${SESSIONS}/${sidOf(theirs.accessToken)}`,
-      headers: bearer(mine.accessToken),
-    });
-    const unknown = await gateway.app.inject({
-      method: 'DELETE',
-      url: `${SESSIONS}/00000000-0000-4000-8000-000000000000`,
-      headers: bearer(mine.accessToken),
-    });
-    expect(foreign.statusCode).toBe(404);
-    expect(unknown.statusCode).toBe(404);
-    expect(body(foreign).errors).toEqual(body(unknown).errors);
+    const end = (id: string) =>
+      gateway.app.inject({ method: 'DELETE', url: `${SESSIONS}/${id}`, headers: bearer(mine.accessToken) });
+    const ids = [sidOf(theirs.accessToken), '00000000-0000-4000-8000-000000000000', 'not-a-uuid'];
+    const answers = await Promise.all([...ids, `urn:uuid:${ids[0]}`].map(end));
+    expect(answers.map((a) => a.statusCode)).toEqual([404, 404, 404, 404]);
+    expect(new Set(answers.map((a) => JSON.stringify(body(a).errors))).size).toBe(1);
     expect((await list(theirs.accessToken)).statusCode).toBe(200);
-    const malformed = await gateway.app.inject({
-      method: 'DELETE',
-      url: `${SESSIONS}/not-a-uuid`,
-      headers: bearer(mine.accessToken),
-    });
-    expect(malformed.statusCode).toBe(400);
+  });
+});
+
+describe('a revocation whose Redis delete was lost', () => {
+  const sessionKey = (accessToken: string) =>
+    `${gateway.config.REDIS_KEY_PREFIX}session:${sidOf(accessToken)}`;
+
+  it('is completed by retrying logout, revoke or sign-out', async () => {
+    const inspector = new Redis(gateway.config.REDIS_URL);
+    try {
+      // Puts the session's key back, as if the delete had failed after the database commit.
+      const lose = async (accessToken: string) => {
+        await inspector.set(sessionKey(accessToken), '1', 'EX', 600);
+        expect((await list(accessToken)).statusCode).toBe(200);
+      };
+      const a = await signIn(gateway.app, 'lia@example.com');
+      await post(gateway.app, LOGOUT, {}, bearer(a.accessToken));
+      await lose(a.accessToken);
+      expect(body(await post(gateway.app, LOGOUT, {}, bearer(a.accessToken))).data).toEqual({
+        revokedSessions: 0,
+      });
+      expect((await list(a.accessToken)).statusCode).toBe(401);
+
+      const b = await signIn(gateway.app, 'lia@example.com');
+      const keeper = await signIn(gateway.app, 'lia@example.com');
+      const revoke = () =>
+        post(gateway.app, REVOKE, { refreshToken: b.refreshToken }, bearer(keeper.accessToken));
+      await revoke();
+      await lose(b.accessToken);
+      expect((await revoke()).statusCode).toBe(409);
+      expect((await list(b.accessToken)).statusCode).toBe(401);
+
+      const c = await signIn(gateway.app, 'lia@example.com');
+      const end = () =>
+        gateway.app.inject({
+          method: 'DELETE',
+          url: `${SESSIONS}/${sidOf(c.accessToken)}`,
+          headers: bearer(keeper.accessToken),
+        });
+      await end();
+      await lose(c.accessToken);
+      expect((await end()).statusCode).toBe(409);
+      expect((await list(c.accessToken)).statusCode).toBe(401);
+    } finally {
+      await inspector.quit();
+    }
   });
 });
 

@@ -70,6 +70,12 @@ describe('access tokens', () => {
       createSigner({ key: stranger, algorithm: 'EdDSA', kid: header.kid })(claims),
       createSigner({ key: stranger, algorithm: 'EdDSA', kid: 'unknown-kid' })(claims),
       tamperSignature(accessToken),
+      ...['aud', 'iss'].map((claim) => {
+        const { [claim]: _dropped, ...rest } = claims;
+        return createSigner({ key: gateway.config.JWT_PRIVATE_KEY, algorithm: 'EdDSA', kid: header.kid })(
+          rest,
+        );
+      }),
     ];
     for (const token of forged) {
       const response = await listSessions(token);

@@ -1,5 +1,6 @@
+import { ConfigError } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfig } from './config.ts';
 
 /** The one-line message an operator sees when the mailer refuses to start. */
 function startupError(env: NodeJS.ProcessEnv): string {

@@ -1,16 +1,11 @@
 import os from 'node:os';
 import path from 'node:path';
-import envSchema from 'env-schema';
+import { AppEnv, LogLevel, readEnv, requireInProduction } from '@tessera/config';
 import { type Static, Type } from 'typebox';
 
 const ConfigSchema = Type.Object({
-  APP_ENV: Type.Union([Type.Literal('development'), Type.Literal('test'), Type.Literal('production')], {
-    default: 'development',
-  }),
-  LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-    { default: 'info' },
-  ),
+  APP_ENV: AppEnv,
+  LOG_LEVEL: LogLevel,
   REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379' }),
   BULLMQ_PREFIX: Type.String({ default: 'bull' }),
   /** `smtp://user:pass@host:587` or `smtps://…:465`. Unset in development: mail goes to MAIL_OUTBOX_DIR. */
@@ -23,23 +18,10 @@ const ConfigSchema = Type.Object({
 
 export type MailerConfig = Readonly<Static<typeof ConfigSchema>>;
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
-  let parsed: MailerConfig;
-  try {
-    parsed = envSchema<MailerConfig>({ schema: ConfigSchema, data: env, env: false, dotenv: false });
-  } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${(error as Error).message.replaceAll('env/', '')}`);
-  }
-  if (parsed.APP_ENV === 'production') {
-    for (const name of ['SMTP_URL', 'MAIL_FROM'] as const) {
-      if (!env[name])
-        throw new ConfigError(`Invalid configuration: ${name} is required when APP_ENV=production`);
-    }
-  }
-  return Object.freeze(parsed);
+  const config = readEnv(ConfigSchema, env);
+  // Checked on the raw environment: MAIL_FROM has a default that production must not rely on.
+  requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM']]);
+  return config;
 }

@@ -1,22 +1,18 @@
+import { loadOrExit } from '@tessera/config';
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfig } from './config.ts';
 import { createTransport } from './transport.ts';
 import { createMailWorker } from './worker.ts';
 
 /** The mailer process: one BullMQ worker, closed gracefully on SIGINT/SIGTERM. */
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message);
-  process.exit(1);
-}
+const config = loadOrExit(loadConfig);
 
 const logger = pino({
   name: 'mailer',
   level: config.LOG_LEVEL,
+  // ioredis attaches the failed command to its errors; a job's data in it holds a code.
+  redact: ['err.command'],
   ...(config.APP_ENV === 'development' ? { transport: { target: 'pino-pretty' } } : {}),
 });
 const transport = createTransport(config);

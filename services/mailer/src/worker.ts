@@ -1,7 +1,8 @@
-import { EMAIL_QUEUE, REDACTED_CODE, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
+import { EMAIL_QUEUE, REDACTED_CODE, SEND_OTP_JOB, SendOtpJobData } from '@tessera/contracts';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { Value } from 'typebox/value';
 import type { MailerConfig } from './config.ts';
 import { type SendOtpResult, sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';
@@ -19,9 +20,9 @@ export function maskEmail(email: string): string {
   return at < 1 ? '***' : `${email[0]}***${email.slice(at)}`;
 }
 
-// `attemptsMade` counts the attempts before this one.
-const isFinal = (job: Job, error: unknown) =>
-  error instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+/** Whether a failed attempt was the job's last, given the attempts counted so far (this one included). */
+const isLastAttempt = (job: Job, error: unknown, attemptsCounted: number) =>
+  error instanceof UnrecoverableError || attemptsCounted >= (job.opts.attempts ?? 1);
 
 /** The BullMQ worker of the `email` queue; run as many mailer processes as the queue needs. */
 export function createMailWorker({ config, transport, logger, now = () => new Date() }: MailWorkerOptions) {
@@ -33,12 +34,16 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
     async (job) => {
       if (job.name !== SEND_OTP_JOB) throw new UnrecoverableError(`Unknown job ${job.name}`);
       try {
+        if (!Value.Check(SendOtpJobData, job.data))
+          throw new UnrecoverableError('Malformed send-otp job data');
         const result = await sendOtp(job.data, transport, now());
         logger.info({ jobId: job.id, to: maskEmail(job.data.to), ...result }, 'send-otp done');
         return result;
       } catch (error) {
         // The last attempt failed: the job is kept for inspection, so it must not keep a usable code.
-        if (isFinal(job, error)) await job.updateData({ ...job.data, code: REDACTED_CODE });
+        // BullMQ counts this attempt only after the processor returns.
+        if (isLastAttempt(job, error, job.attemptsMade + 1))
+          await job.updateData({ ...job.data, code: REDACTED_CODE });
         throw error;
       }
     },
@@ -47,8 +52,7 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
 
   worker.on('failed', (job: Job<SendOtpJobData> | undefined, error: Error) => {
     if (!job) return;
-    // `failed` fires after the attempt is counted.
-    const final = error instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final = isLastAttempt(job, error, job.attemptsMade);
     logger.warn(
       { jobId: job.id, attempt: job.attemptsMade, final, reason: error.message },
       'send-otp failed',
@@ -60,7 +64,8 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
     worker,
     async close() {
       await worker.close();
-      await connection.quit();
+      if (connection.status === 'ready') await connection.quit();
+      else connection.disconnect();
     },
   };
 }

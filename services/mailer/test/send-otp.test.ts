@@ -253,6 +253,16 @@ describe('send-otp jobs', () => {
     expect(mentions(await everythingStoredInRedis(), '8364')).toBe(false);
   });
 
+  it('fails a job with malformed data at once, without sending', async () => {
+    const data = { to: 'fred@example.com', code: '5197', expiresAt: 'tomorrow' };
+    const { jobId, outcome } = await send(data);
+    const result = await outcome;
+    expect(result.state).toBe('failed');
+    expect(result.job.attemptsMade).toBe(1);
+    expect(mailsTo('fred@example.com')).toEqual([]);
+    expect((await redactedJob(jobId)).failedReason).toBe('Malformed send-otp job data');
+  });
+
   it('gives up after the last attempt of a temporary failure, and redacts the code', async () => {
     sink.failNext(SEND_OTP_JOB_OPTIONS.attempts); // 451 on every attempt
     const { jobId, outcome } = await send(

@@ -1,5 +1,7 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { AppError, failure, statusMessage } from '@tessera/contracts';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 /** Details for the Fastify errors a client can cause; anything else says only its status message. */
@@ -10,7 +12,8 @@ const FASTIFY_ERROR_DETAILS: Record<string, string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
 };
 
-// Postgres connection-class and shutdown errors, and the socket errors of any client.
+// Postgres connection-class and shutdown errors, the socket errors of any client, and a query
+// racing the gateway's own shutdown (pool already destroyed).
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -24,7 +27,7 @@ const UNAVAILABLE_CODES = new Set([
   '53300',
 ]);
 const UNAVAILABLE_MESSAGES =
-  /enableOfflineQueue|Connection is closed|Connection terminated|timeout exceeded when trying to connect|MaxRetriesPerRequest/;
+  /enableOfflineQueue|Connection is closed|Connection terminated|timeout exceeded when trying to connect|MaxRetriesPerRequest|driver has already been destroyed/;
 
 function isDependencyUnavailable(error: FastifyError): boolean {
   return (
@@ -38,6 +41,28 @@ function send(reply: FastifyReply, status: number, details: string[]) {
   return reply
     .status(status)
     .send(failure(status, [statusMessage(status), ...details], reply.server.clock.now()));
+}
+
+/** Fastify's `frameworkErrors`: a malformed URL or header fails before routing, still enveloped. */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
+  return send(reply, status, []);
+}
+
+/** Node's `clientError`: a request too broken to parse (bad request line, huge headers) gets an envelope too. */
+export function clientErrorHandler(error: ConnectionError, socket: Socket) {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  // No request, so no app clock: the socket is all there is.
+  const body = JSON.stringify(failure(status, [statusMessage(status)], new Date()));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Turns every error and unknown route into the envelope; never shows internals on a 5xx. */

@@ -33,7 +33,8 @@ export default fp(
     });
     app.addHook('onClose', async () => {
       await queue.close();
-      await connection.quit();
+      if (connection.status === 'ready') await connection.quit();
+      else connection.disconnect();
     });
   },
   { name: 'mail-queue', dependencies: ['config'] },

@@ -113,6 +113,20 @@ export async function endUserSessions(
   return rows.map((r) => r.id);
 }
 
+export async function unexpiredSessionIds(
+  db: Kysely<Database>,
+  userId: string,
+  now: Date,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .select('id')
+    .where('userId', '=', userId)
+    .where('expiresAt', '>', now)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 export function findUserSession(db: Kysely<Database>, userId: string, sessionId: string) {
   return db
     .selectFrom('sessions')

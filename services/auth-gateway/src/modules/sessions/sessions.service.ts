@@ -37,6 +37,7 @@ export interface SessionsServiceOptions {
 export type SessionsService = ReturnType<typeof createSessionsService>;
 
 const seconds = (n: number) => n * 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Sessions and their tokens: sign-in starts one, refresh rotates its token, revoke and logout end it. */
 export function createSessionsService(options: SessionsServiceOptions) {
@@ -65,9 +66,9 @@ export function createSessionsService(options: SessionsServiceOptions) {
           issuedAt: now,
           expiresAt,
         });
+        await activeSessions.markActive(id, expiresAt, now);
         return id;
       });
-      await activeSessions.markActive(sessionId, expiresAt, now);
       return tokenPair({ sub: user.id, sid: sessionId, roles: user.roles }, refreshToken, now);
     },
 
@@ -79,9 +80,8 @@ export function createSessionsService(options: SessionsServiceOptions) {
       const now = clock.now();
       const outcome = await db.transaction().execute(async (trx) => {
         const token = await repository.findRefreshTokenForUpdate(trx, hashRefreshToken(presented));
-        if (!token || token.sessionEndedAt || (!token.rotatedAt && token.expiresAt <= now)) {
-          return { kind: 'invalid' } as const;
-        }
+        if (!token || (!token.rotatedAt && token.expiresAt <= now)) return { kind: 'invalid' } as const;
+        if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId } as const;
         const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
         if (token.rotatedAt) {
           const sinceRotation = now.getTime() - token.rotatedAt.getTime();
@@ -107,16 +107,18 @@ export function createSessionsService(options: SessionsServiceOptions) {
           expiresAt,
         });
         await repository.touchSession(trx, token.sessionId, now, expiresAt);
-        return {
-          kind: 'rotated',
-          pair: tokenPair(claims, successor, now),
-          expiresAt,
-          sessionId: token.sessionId,
-        } as const;
+        // Inside the transaction, under the session's row lock: a revocation waiting on that lock
+        // deletes the key after this write, never before it.
+        await activeSessions.markActive(token.sessionId, expiresAt, now);
+        return { kind: 'rotated', pair: tokenPair(claims, successor, now) } as const;
       });
 
       switch (outcome.kind) {
         case 'invalid':
+          throw new AppError(401, 'REFRESH_TOKEN_INVALID', ['Refresh token is invalid, expired or revoked']);
+        case 'ended':
+          // Repeated at every sighting, so a revocation whose Redis delete failed still takes hold.
+          await activeSessions.remove([outcome.sessionId]);
           throw new AppError(401, 'REFRESH_TOKEN_INVALID', ['Refresh token is invalid, expired or revoked']);
         case 'reused':
           await activeSessions.remove([outcome.sessionId]);
@@ -124,8 +126,6 @@ export function createSessionsService(options: SessionsServiceOptions) {
             'Refresh token was already used; the session has ended',
           ]);
         case 'rotated':
-          await activeSessions.markActive(outcome.sessionId, outcome.expiresAt, now);
-          return outcome.pair;
         case 'again':
           return outcome.pair;
       }
@@ -140,32 +140,37 @@ export function createSessionsService(options: SessionsServiceOptions) {
         throw new AppError(403, 'REFRESH_TOKEN_FOREIGN', ['The refresh token belongs to another user']);
       }
       const usable = !token.sessionEndedAt && !token.rotatedAt && token.expiresAt > now;
-      if (!usable || !(await repository.endSession(db, token.sessionId, now, 'revoked'))) {
+      const ended = usable && (await repository.endSession(db, token.sessionId, now, 'revoked'));
+      // Also when it had ended before: a retry after a failed Redis delete must still revoke.
+      if (ended || token.sessionEndedAt) await activeSessions.remove([token.sessionId]);
+      if (!ended) {
         throw new AppError(409, 'REFRESH_TOKEN_NOT_ACTIVE', [
           'The refresh token is already revoked, rotated or expired',
         ]);
       }
-      await activeSessions.remove([token.sessionId]);
       return { _id: token.sessionId, revokedAt: now.toISOString() };
     },
 
     /** Ends every session of the user. */
     async logout(userId: string): Promise<{ revokedSessions: number }> {
-      const ended = await repository.endUserSessions(db, userId, clock.now(), 'logout');
-      await activeSessions.remove(ended);
+      const now = clock.now();
+      const ended = await repository.endUserSessions(db, userId, now, 'logout');
+      // Every unexpired session's key, not only those ended now: a retry repairs a failed delete.
+      await activeSessions.remove(await repository.unexpiredSessionIds(db, userId, now));
       return { revokedSessions: ended.length };
     },
 
     /** Ends one of the user's sessions by id ("sign out that device"). */
     async end(userId: string, sessionId: string): Promise<{ _id: string; revokedAt: string }> {
       const now = clock.now();
-      const session = await repository.findUserSession(db, userId, sessionId);
+      const session = UUID.test(sessionId)
+        ? await repository.findUserSession(db, userId, sessionId)
+        : undefined;
       if (!session) throw new AppError(404, 'SESSION_NOT_FOUND', ['Unknown session']);
       const open = !session.endedAt && session.expiresAt > now;
-      if (!open || !(await repository.endSession(db, sessionId, now, 'signed_out'))) {
-        throw new AppError(409, 'SESSION_ENDED', ['The session has already ended']);
-      }
+      const ended = open && (await repository.endSession(db, sessionId, now, 'signed_out'));
       await activeSessions.remove([sessionId]);
+      if (!ended) throw new AppError(409, 'SESSION_ENDED', ['The session has already ended']);
       return { _id: sessionId, revokedAt: now.toISOString() };
     },
 

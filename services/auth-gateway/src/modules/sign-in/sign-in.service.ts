@@ -71,9 +71,16 @@ export function createSignInService(options: SignInServiceOptions) {
               : 'The code is now locked; request a new one',
           ]);
       }
-      const user = toUser(await upsertOnSignIn(db, email, clock.now()));
-      const tokens = await sessions.start({ id: user._id, roles: user.roles }, client);
-      return { ...tokens, user, isRegistrationComplete: isRegistrationComplete(user, options.policies) };
+      try {
+        const user = toUser(await upsertOnSignIn(db, email, clock.now()));
+        const tokens = await sessions.start({ id: user._id, roles: user.roles }, client);
+        return { ...tokens, user, isRegistrationComplete: isRegistrationComplete(user, options.policies) };
+      } catch (error) {
+        // The right code was consumed but no session came of it (Postgres down): give it back so
+        // the user can retry with the same email instead of being told the code is gone.
+        await otp.issue(email, code).catch(() => undefined);
+        throw error;
+      }
     },
   };
 }

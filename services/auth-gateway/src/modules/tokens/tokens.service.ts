@@ -38,7 +38,7 @@ export function createTokenService({ signingKey, issuer, audience, accessTokenTt
     },
     allowedIss: issuer,
     allowedAud: audience,
-    requiredClaims: ['sub', 'sid', 'iat', 'exp'],
+    requiredClaims: ['iss', 'aud', 'sub', 'sid', 'iat', 'exp'],
     // Identical tokens verify from cache until their own expiry.
     cache: 10_000,
   });

@@ -1,0 +1,70 @@
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+// Everything the gateway logs, at the most talkative level, as the JSON lines it writes.
+const lines: string[] = [];
+const stream = new Writable({
+  write(chunk, _encoding, done) {
+    lines.push(chunk.toString());
+    done();
+  },
+});
+
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway({ LOG_LEVEL: 'trace' }, { logStream: stream });
+});
+afterAll(() => gateway.close());
+
+describe('logs', () => {
+  it('never hold a code, a token or an Authorization header through a whole flow', async () => {
+    const first = await signIn(gateway.app, 'logan@example.com', { 'user-agent': 'log-test' });
+    const refreshed = body(
+      await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken }),
+    ).data;
+    await gateway.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/sessions',
+      headers: bearer(refreshed.accessToken),
+    });
+    await post(gateway.app, '/api/v1/auth/logout', {}, bearer(refreshed.accessToken));
+    await gateway.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/sessions',
+      headers: bearer(refreshed.accessToken),
+    });
+
+    const output = lines.join('');
+    expect(output).toContain('request completed');
+    for (const secret of [
+      first.accessToken,
+      first.refreshToken,
+      refreshed.accessToken,
+      refreshed.refreshToken,
+    ]) {
+      expect(output).not.toContain(secret);
+    }
+    expect(output.toLowerCase()).not.toContain('bearer ');
+  });
+
+  it('do not carry the job data of a failed enqueue, which holds the code', async () => {
+    // A key of the wrong type where BullMQ keeps the queue's metadata makes every enqueue fail.
+    const metaKey = `${gateway.config.BULLMQ_PREFIX}:email:meta`;
+    const redis = new Redis(gateway.config.REDIS_URL);
+    await redis.set(metaKey, 'not-a-hash');
+    try {
+      lines.length = 0;
+      const response = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'leak@example.com' });
+      expect(response.statusCode).toBe(500);
+      const output = lines.join('');
+      expect(output).toContain('unhandled error');
+      expect(output).not.toMatch(/code\\?"\s*:\s*\\?"\d{4}/);
+      expect(output).not.toContain('leak@example.com');
+    } finally {
+      await redis.del(metaKey);
+      await redis.quit();
+    }
+  });
+});
