@@ -30,20 +30,16 @@ export interface SignInServiceOptions {
   /** Development and test only: the send-code response carries the code. */
   exposeCode: boolean;
   policies: PolicyVersions;
-  generateCode?: () => string;
 }
-
-export type SignInService = ReturnType<typeof createSignInService>;
 
 /** Email one-time-code sign-in: send a code, verify it, start a session. */
 export function createSignInService(options: SignInServiceOptions) {
   const { db, otp, sessions, clock } = options;
-  const newCode = options.generateCode ?? generateCode;
 
   return {
     /** Answers the same whether or not an account exists for the email. */
     async sendCode(email: string) {
-      const code = newCode();
+      const code = generateCode();
       const expiresAt = new Date(clock.now().getTime() + options.otpTtl * 1000);
       await otp.issue(email, code);
       await options.enqueueOtpEmail(randomUUID(), { to: email, code, expiresAt: expiresAt.toISOString() });
