@@ -170,6 +170,39 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(body(missing).errors[1]).toBe("body must have required property 'refreshToken'");
   });
 
+  it('gives 20 parallel refreshes of one token the same single successor; reuse after the window ends the session', async () => {
+    const first = await signIn(gateway.app, 'walter@example.com');
+    const sid = decode(first.accessToken).payload.sid;
+    clock.advance(1);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => refresh(first.refreshToken)));
+    expect(responses.map((response) => response.statusCode)).toEqual(Array(20).fill(200));
+    const pairs = responses.map((response) => body(response).data);
+    expect(new Set(pairs.map((pair) => pair.refreshToken)).size).toBe(1);
+    expect(new Set(pairs.map((pair) => pair.accessToken)).size).toBe(1);
+    const [successor] = pairs;
+    expect(successor.refreshToken).not.toBe(first.refreshToken);
+
+    // One rotation: the presented token, rotated, and exactly one successor, the one returned.
+    const rows = await gateway.app.db
+      .selectFrom('refreshTokens')
+      .select(['tokenHash', 'rotatedAt'])
+      .where('sessionId', '=', sid)
+      .execute();
+    const hash = (token: string) => createHash('sha256').update(token).digest();
+    expect(rows).toHaveLength(2);
+    const live = rows.filter((row) => row.rotatedAt === null);
+    expect(live).toHaveLength(1);
+    expect(live[0]?.tokenHash.equals(hash(successor.refreshToken))).toBe(true);
+    expect(rows.find((row) => row.rotatedAt)?.tokenHash.equals(hash(first.refreshToken))).toBe(true);
+    expect((await listSessions(successor.accessToken)).statusCode).toBe(200);
+
+    clock.advance(11);
+    const reuse = await refresh(first.refreshToken);
+    expect(reuse.statusCode).toBe(401);
+    expect((await listSessions(successor.accessToken)).statusCode).toBe(401);
+    expect((await refresh(successor.refreshToken)).statusCode).toBe(401);
+  });
+
   it('refuses a refresh token past REFRESH_TOKEN_TTL', async () => {
     const first = await signIn(gateway.app, 'victor@example.com');
     clock.advance(2_592_000 + 1);

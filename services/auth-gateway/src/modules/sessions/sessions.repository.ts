@@ -53,9 +53,13 @@ export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
   return selectRefreshToken(db, tokenHash).executeTakeFirst();
 }
 
-/** The same, locking the session row: refreshes, reuse detection and revocation of one session take turns. */
+/**
+ * The same, locking the session row: refreshes, reuse detection and revocation of one session take
+ * turns. The token row is locked too, so that a refresh that waited reads the token as the one before
+ * it left it (rotated): Postgres re-reads only the locked rows of a join after such a wait.
+ */
 export function findRefreshTokenForUpdate(trx: Transaction<Database>, tokenHash: Buffer) {
-  return selectRefreshToken(trx, tokenHash).forUpdate('s').executeTakeFirst();
+  return selectRefreshToken(trx, tokenHash).forUpdate(['t', 's']).executeTakeFirst();
 }
 
 export async function markRotated(

@@ -2,7 +2,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readKeyFile, signingKeyFromPem } from './keys.ts';
+import {
+  generateSigningKeyPem,
+  readKeyFile,
+  signingKeyFromPem,
+  splitPemBlocks,
+  UnsupportedKeyError,
+  verificationKeyFromPem,
+} from './keys.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -37,5 +44,62 @@ describe('signingKeyFromPem', () => {
       format: 'pem',
     });
     expect(() => signingKeyFromPem(rsa.toString())).toThrow(/Unsupported signing key type rsa/);
+  });
+});
+
+describe('verificationKeyFromPem', () => {
+  it('keeps only the public half of a private key, and reads a public key to the same kid, alg and JWK', () => {
+    for (const alg of ['EdDSA', 'ES256'] as const) {
+      const pem = generateSigningKeyPem(alg);
+      const signing = signingKeyFromPem(pem);
+      expect(signing.alg).toBe(alg);
+      const fromPrivate = verificationKeyFromPem(pem);
+      const fromPublic = verificationKeyFromPem(signing.publicKeyPem);
+      expect(fromPrivate).toEqual(fromPublic);
+      expect(fromPrivate).toEqual({
+        kid: signing.kid,
+        alg,
+        publicKeyPem: signing.publicKeyPem,
+        jwk: signing.jwk,
+      });
+      expect(fromPrivate).not.toHaveProperty('privateKeyPem');
+      expect(fromPrivate.jwk).not.toHaveProperty('d');
+      expect(fromPrivate.publicKeyPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    }
+    expect(verificationKeyFromPem(generateSigningKeyPem('ES256')).jwk).toMatchObject({
+      kty: 'EC',
+      crv: 'P-256',
+      y: expect.any(String),
+    });
+  });
+
+  it('refuses keys of other types and text that is not a key', async () => {
+    const { generateKeyPairSync } = await import('node:crypto');
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey.export({
+      type: 'spki',
+      format: 'pem',
+    });
+    expect(() => verificationKeyFromPem(p384.toString())).toThrow(UnsupportedKeyError);
+    expect(() => verificationKeyFromPem(p384.toString())).toThrow(
+      /Unsupported signing key type ec \(secp384r1\)/,
+    );
+    expect(() => verificationKeyFromPem('not a key')).toThrow();
+    expect(() => verificationKeyFromPem('not a key')).not.toThrow(UnsupportedKeyError);
+  });
+});
+
+describe('splitPemBlocks', () => {
+  it('splits on -----BEGIN boundaries, drops blank text and EC PARAMETERS, keeps anything else to fail on', () => {
+    const a = generateSigningKeyPem();
+    const b = signingKeyFromPem(generateSigningKeyPem('ES256')).publicKeyPem;
+    const params = '-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n';
+    expect(splitPemBlocks(`\n  ${a}${b}\n\n`)).toEqual([a.trim(), b.trim()]);
+    expect(splitPemBlocks(`${params}${a}`)).toEqual([a.trim()]);
+    expect(splitPemBlocks('  \n')).toEqual([]);
+    expect(splitPemBlocks(`junk\n${a}`)).toEqual(['junk', a.trim()]);
+    expect(splitPemBlocks([a, b].join('')).map((pem) => verificationKeyFromPem(pem).kid)).toEqual([
+      signingKeyFromPem(a).kid,
+      verificationKeyFromPem(b).kid,
+    ]);
   });
 });

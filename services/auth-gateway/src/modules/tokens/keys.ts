@@ -4,6 +4,7 @@ import {
   createPublicKey,
   generateKeyPairSync,
   type JsonWebKey,
+  type KeyObject,
   randomUUID,
 } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -11,13 +12,17 @@ import path from 'node:path';
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256';
 
-export interface SigningKey {
+/** A key that verifies access tokens: the public half only. */
+export interface VerificationKey {
   kid: string;
   alg: SigningAlgorithm;
-  privateKeyPem: string;
   publicKeyPem: string;
   /** The public half as published in the JWK Set. */
   jwk: PublicJwk;
+}
+
+export interface SigningKey extends VerificationKey {
+  privateKeyPem: string;
 }
 
 export interface PublicJwk {
@@ -33,23 +38,58 @@ export interface PublicJwk {
 /** Reads a PEM private key (Ed25519 or P-256) and derives its public JWK and RFC 7638 thumbprint `kid`. */
 export function signingKeyFromPem(pem: string): SigningKey {
   const privateKey = createPrivateKey(pem);
-  const alg = algorithmOf(privateKey.asymmetricKeyType, privateKey.asymmetricKeyDetails?.namedCurve);
-  const publicKey = createPublicKey(privateKey);
+  return {
+    ...publicPart(createPublicKey(privateKey)),
+    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+  };
+}
+
+/**
+ * Reads one PEM key that only verifies: a public key (SPKI) or a private key, of which only the
+ * public half is kept.
+ */
+export function verificationKeyFromPem(pem: string): VerificationKey {
+  return publicPart(createPublicKey(pem));
+}
+
+function publicPart(publicKey: KeyObject): VerificationKey {
+  const alg = algorithmOf(publicKey.asymmetricKeyType, publicKey.asymmetricKeyDetails?.namedCurve);
   const publicJwk = publicKey.export({ format: 'jwk' });
   const kid = thumbprint(publicJwk);
   return {
     kid,
     alg,
-    privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
     publicKeyPem: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
     jwk: { ...(publicJwk as { kty: string; crv: string; x: string; y?: string }), kid, alg, use: 'sig' },
   };
 }
 
+/**
+ * Splits PEM text holding several keys into one block per key, on `-----BEGIN` boundaries. The
+ * `EC PARAMETERS` block OpenSSL writes before a P-256 key is dropped; anything else that is not a
+ * key stays in, so that reading it fails loudly.
+ */
+export function splitPemBlocks(text: string): string[] {
+  return text
+    .split(/(?=-----BEGIN )/)
+    .map((block) => block.trim())
+    .filter((block) => block && !block.startsWith('-----BEGIN EC PARAMETERS-----'));
+}
+
+/** A well-formed key of a type that cannot sign access tokens (RSA, another curve). */
+export class UnsupportedKeyError extends Error {
+  override name = 'UnsupportedKeyError';
+  readonly keyType: string;
+  constructor(keyType: string) {
+    super(`Unsupported signing key type ${keyType}: use Ed25519 or P-256`);
+    this.keyType = keyType;
+  }
+}
+
 function algorithmOf(type: string | undefined, curve: string | undefined): SigningAlgorithm {
   if (type === 'ed25519') return 'EdDSA';
   if (type === 'ec' && curve === 'prime256v1') return 'ES256';
-  throw new Error(`Unsupported signing key type ${type}${curve ? ` (${curve})` : ''}: use Ed25519 or P-256`);
+  throw new UnsupportedKeyError(`${type}${curve ? ` (${curve})` : ''}`);
 }
 
 // RFC 7638: SHA-256 over the required members in lexicographic order.
@@ -61,8 +101,11 @@ function thumbprint(jwk: JsonWebKey): string {
   return createHash('sha256').update(JSON.stringify(members)).digest('base64url');
 }
 
-export function generateSigningKeyPem(): string {
-  return generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+/** A new private key in PKCS #8 PEM: Ed25519 (EdDSA) by default, or P-256 (ES256). */
+export function generateSigningKeyPem(alg: SigningAlgorithm = 'EdDSA'): string {
+  const { privateKey } =
+    alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
+  return privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 }
 
 /**

@@ -1,6 +1,6 @@
 import { AppError } from '@tessera/contracts';
 import { createSigner, createVerifier } from 'fast-jwt';
-import type { SigningKey } from './keys.ts';
+import type { SigningKey, VerificationKey } from './keys.ts';
 
 export interface AccessClaims {
   sub: string;
@@ -9,17 +9,34 @@ export interface AccessClaims {
 }
 
 export interface TokenServiceOptions {
+  /** Signs new access tokens, and verifies them. */
   signingKey: SigningKey;
+  /** Keys that only verify: the previous (or the next) signing keys of a rotation. */
+  verificationKeys?: readonly VerificationKey[];
   issuer: string;
   audience: string;
   accessTokenTtl: number;
+  /** Seconds of clock difference forgiven when checking `exp` (and `nbf`). */
+  clockTolerance?: number;
 }
 
 export type TokenService = ReturnType<typeof createTokenService>;
 
-/** Signs and verifies access tokens: asymmetric, `kid` in the header, issuer and audience pinned. */
-export function createTokenService({ signingKey, issuer, audience, accessTokenTtl }: TokenServiceOptions) {
-  const publicKeys = new Map([[signingKey.kid, signingKey.publicKeyPem]]);
+/**
+ * Signs and verifies access tokens: asymmetric, `kid` in the header, issuer and audience pinned.
+ * Every key verifies only its own algorithm; the JWK Set lists them all, the signing key first.
+ */
+export function createTokenService({
+  signingKey,
+  verificationKeys = [],
+  issuer,
+  audience,
+  accessTokenTtl,
+  clockTolerance = 0,
+}: TokenServiceOptions) {
+  // By kid; a key given twice (the signing key among the verification keys) is listed once.
+  const keys = new Map<string, VerificationKey>();
+  for (const key of [signingKey, ...verificationKeys]) if (!keys.has(key.kid)) keys.set(key.kid, key);
   const sign = createSigner({
     key: signingKey.privateKeyPem,
     algorithm: signingKey.alg,
@@ -29,22 +46,25 @@ export function createTokenService({ signingKey, issuer, audience, accessTokenTt
     expiresIn: accessTokenTtl * 1000,
   });
   const verify = createVerifier({
-    // Only the configured asymmetric algorithm: `none`, HMAC and unknown `kid`s are rejected.
-    algorithms: [signingKey.alg],
-    key: async ({ header }: { header: { kid?: unknown } }) => {
-      const key = typeof header.kid === 'string' ? publicKeys.get(header.kid) : undefined;
+    // Only the configured asymmetric algorithms, and for each kid only its key's own: `none`, HMAC,
+    // unknown `kid`s and an `alg` that is not the key's are rejected.
+    algorithms: [...new Set([...keys.values()].map((key) => key.alg))],
+    key: async ({ header }: { header: { kid?: unknown; alg?: unknown } }) => {
+      const key = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
       if (!key) throw new Error('unknown kid');
-      return key;
+      if (header.alg !== key.alg) throw new Error('algorithm of another key');
+      return key.publicKeyPem;
     },
     allowedIss: issuer,
     allowedAud: audience,
     requiredClaims: ['iss', 'aud', 'sub', 'sid', 'iat', 'exp'],
+    clockTolerance: clockTolerance * 1000,
     // Identical tokens verify from cache until their own expiry.
     cache: 10_000,
   });
 
   return {
-    jwks: { keys: [signingKey.jwk] },
+    jwks: { keys: [...keys.values()].map((key) => key.jwk) },
 
     /** Deterministic for EdDSA: the same claims and `issuedAt` give the same token. */
     signAccessToken(claims: AccessClaims, issuedAt: Date): string {
