@@ -80,6 +80,8 @@ beforeAll(async () => {
       .privateKey.export({ type: 'pkcs8', format: 'pem' })
       .toString(),
     OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
+    // The same person signs in on two devices without waiting out the resend cooldown.
+    OTP_RESEND_COOLDOWN: '0',
   });
   start('services/mailer/src/main.ts', {
     ...shared,

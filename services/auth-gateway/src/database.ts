@@ -6,6 +6,7 @@ export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
   refreshTokens: RefreshTokensTable;
+  securityEvents: SecurityEventsTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -78,6 +79,17 @@ export interface RefreshTokensTable {
   expiresAt: Timestamp;
   rotatedAt: Timestamp | null;
   successorSealed: Buffer | null;
+}
+
+export interface SecurityEventsTable {
+  id: Generated<string>;
+  type: string;
+  userId: string | null;
+  sessionId: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  details: ColumnType<Record<string, unknown>, string, never>;
+  createdAt: Timestamp;
 }
 
 export function createDatabase(databaseUrl: string, onIdleError: (error: Error) => void): Kysely<Database> {

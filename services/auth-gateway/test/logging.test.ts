@@ -47,6 +47,8 @@ describe('logs', () => {
       expect(output).not.toContain(secret);
     }
     expect(output.toLowerCase()).not.toContain('bearer ');
+    // Request ids are UUIDs: a 4-digit group of one is not the code.
+    expect(output).not.toMatch(new RegExp(`(^|[^0-9a-f-])${first.code}([^0-9a-f-]|$)`));
   });
 
   it('do not carry the job data of a failed enqueue, which holds the code', async () => {

@@ -45,7 +45,7 @@ describe('POST /api/v1/auth/send-otp-email', () => {
     expect(data).toEqual({
       email: 'carol@example.com',
       expiresIn: 300,
-      resendIn: 60,
+      resendIn: 0,
       code: expect.any(String),
     });
     expect(data.code).toMatch(/^\d{4}$/);

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { success } from '@tessera/contracts';
+import { clientInfo } from '../security-events/security-events.ts';
 import {
   endSessionSchema,
   listSessionsSchema,
@@ -17,15 +18,18 @@ const sessionsRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionsService }> =
   const { authenticate, clock } = app;
 
   app.post('/refresh-token', { schema: refreshTokenSchema }, async (request) =>
-    success(await sessions.refresh(request.body.refreshToken), clock.now()),
+    success(await sessions.refresh(request.body.refreshToken, clientInfo(request)), clock.now()),
   );
 
   app.post('/revoke-token', { schema: revokeTokenSchema, onRequest: authenticate }, async (request) =>
-    success(await sessions.revoke(request.auth.sub, request.body.refreshToken), clock.now()),
+    success(
+      await sessions.revoke(request.auth.sub, request.body.refreshToken, clientInfo(request)),
+      clock.now(),
+    ),
   );
 
   app.post('/logout', { schema: logoutSchema, onRequest: authenticate }, async (request) =>
-    success(await sessions.logout(request.auth.sub), clock.now()),
+    success(await sessions.logout(request.auth.sub, clientInfo(request)), clock.now()),
   );
 
   app.get('/sessions', { schema: listSessionsSchema, onRequest: authenticate }, async (request) =>
@@ -33,7 +37,7 @@ const sessionsRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionsService }> =
   );
 
   app.delete('/sessions/:id', { schema: endSessionSchema, onRequest: authenticate }, async (request) =>
-    success(await sessions.end(request.auth.sub, request.params.id), clock.now()),
+    success(await sessions.end(request.auth.sub, request.params.id, clientInfo(request)), clock.now()),
   );
 };
 

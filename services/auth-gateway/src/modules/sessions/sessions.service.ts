@@ -1,7 +1,9 @@
 import { AppError, type PaginationQuery, pageOffset, paginationMeta } from '@tessera/contracts';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
+import { type ClientInfo, recordSecurityEvent } from '../security-events/security-events.ts';
 import {
   generateRefreshToken,
   hashRefreshToken,
@@ -11,11 +13,6 @@ import {
 import type { AccessClaims, TokenService } from '../tokens/tokens.service.ts';
 import type { ActiveSessionStore } from './active-sessions.store.ts';
 import * as repository from './sessions.repository.ts';
-
-export interface ClientInfo {
-  ipAddress: string | null;
-  userAgent: string | null;
-}
 
 export interface TokenPair {
   accessToken: string;
@@ -29,6 +26,7 @@ export interface SessionsServiceOptions {
   activeSessions: ActiveSessionStore;
   tokens: TokenService;
   clock: Clock;
+  log: FastifyBaseLogger;
   accessTokenTtl: number;
   refreshTokenTtl: number;
   refreshReuseGrace: number;
@@ -41,7 +39,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Sessions and their tokens: sign-in starts one, refresh rotates its token, revoke and logout end it. */
 export function createSessionsService(options: SessionsServiceOptions) {
-  const { db, activeSessions, tokens, clock } = options;
+  const { db, activeSessions, tokens, clock, log } = options;
 
   function tokenPair(claims: AccessClaims, refreshToken: string, issuedAt: Date): TokenPair {
     return {
@@ -66,6 +64,7 @@ export function createSessionsService(options: SessionsServiceOptions) {
           issuedAt: now,
           expiresAt,
         });
+        await recordSecurityEvent(trx, { type: 'sign_in', userId: user.id, sessionId: id, client, at: now });
         await activeSessions.markActive(id, expiresAt, now);
         return id;
       });
@@ -76,7 +75,7 @@ export function createSessionsService(options: SessionsServiceOptions) {
      * Rotates a refresh token. Presenting an already rotated token again returns the same successor
      * within the grace window (parallel tabs) and ends the whole session after it (theft).
      */
-    async refresh(presented: string): Promise<TokenPair> {
+    async refresh(presented: string, client: ClientInfo): Promise<TokenPair> {
       const now = clock.now();
       const outcome = await db.transaction().execute(async (trx) => {
         const token = await repository.findRefreshTokenForUpdate(trx, hashRefreshToken(presented));
@@ -90,7 +89,15 @@ export function createSessionsService(options: SessionsServiceOptions) {
             return { kind: 'again', pair: tokenPair(claims, successor, token.rotatedAt) } as const;
           }
           await repository.endSession(trx, token.sessionId, now, 'refresh_token_reuse');
-          return { kind: 'reused', sessionId: token.sessionId } as const;
+          await recordSecurityEvent(trx, {
+            type: 'refresh_reuse',
+            userId: token.userId,
+            sessionId: token.sessionId,
+            client,
+            details: { rotatedAt: token.rotatedAt.toISOString() },
+            at: now,
+          });
+          return { kind: 'reused', sessionId: token.sessionId, userId: token.userId } as const;
         }
         const successor = generateRefreshToken();
         const expiresAt = new Date(now.getTime() + seconds(options.refreshTokenTtl));
@@ -121,6 +128,10 @@ export function createSessionsService(options: SessionsServiceOptions) {
           await activeSessions.remove([outcome.sessionId]);
           throw new AppError(401, 'REFRESH_TOKEN_INVALID', ['Refresh token is invalid, expired or revoked']);
         case 'reused':
+          log.warn(
+            { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ipAddress },
+            'refresh token reuse detected: session ended',
+          );
           await activeSessions.remove([outcome.sessionId]);
           throw new AppError(401, 'REFRESH_TOKEN_REUSED', [
             'Refresh token was already used; the session has ended',
@@ -132,7 +143,11 @@ export function createSessionsService(options: SessionsServiceOptions) {
     },
 
     /** Ends the session a refresh token belongs to, on behalf of its owner. */
-    async revoke(userId: string, presented: string): Promise<{ _id: string; revokedAt: string }> {
+    async revoke(
+      userId: string,
+      presented: string,
+      client: ClientInfo,
+    ): Promise<{ _id: string; revokedAt: string }> {
       const now = clock.now();
       const token = await repository.findRefreshToken(db, hashRefreshToken(presented));
       if (!token) throw new AppError(404, 'REFRESH_TOKEN_NOT_FOUND', ['Unknown refresh token']);
@@ -140,7 +155,16 @@ export function createSessionsService(options: SessionsServiceOptions) {
         throw new AppError(403, 'REFRESH_TOKEN_FOREIGN', ['The refresh token belongs to another user']);
       }
       const usable = !token.sessionEndedAt && !token.rotatedAt && token.expiresAt > now;
-      const ended = usable && (await repository.endSession(db, token.sessionId, now, 'revoked'));
+      const ended =
+        usable &&
+        (await db.transaction().execute(async (trx) => {
+          const done = await repository.endSession(trx, token.sessionId, now, 'revoked');
+          if (done) {
+            const event = { userId, sessionId: token.sessionId, client, at: now };
+            await recordSecurityEvent(trx, { type: 'revoke', ...event, details: { via: 'refresh_token' } });
+          }
+          return done;
+        }));
       // Also when it had ended before: a retry after a failed Redis delete must still revoke.
       if (ended || token.sessionEndedAt) await activeSessions.remove([token.sessionId]);
       if (!ended) {
@@ -152,23 +176,41 @@ export function createSessionsService(options: SessionsServiceOptions) {
     },
 
     /** Ends every session of the user. */
-    async logout(userId: string): Promise<{ revokedSessions: number }> {
+    async logout(userId: string, client: ClientInfo): Promise<{ revokedSessions: number }> {
       const now = clock.now();
-      const ended = await repository.endUserSessions(db, userId, now, 'logout');
+      const ended = await db.transaction().execute(async (trx) => {
+        const sessionIds = await repository.endUserSessions(trx, userId, now, 'logout');
+        const details = { revokedSessions: sessionIds.length };
+        await recordSecurityEvent(trx, { type: 'logout', userId, client, details, at: now });
+        return sessionIds;
+      });
       // Every unexpired session's key, not only those ended now: a retry repairs a failed delete.
       await activeSessions.remove(await repository.unexpiredSessionIds(db, userId, now));
       return { revokedSessions: ended.length };
     },
 
     /** Ends one of the user's sessions by id ("sign out that device"). */
-    async end(userId: string, sessionId: string): Promise<{ _id: string; revokedAt: string }> {
+    async end(
+      userId: string,
+      sessionId: string,
+      client: ClientInfo,
+    ): Promise<{ _id: string; revokedAt: string }> {
       const now = clock.now();
       const session = UUID.test(sessionId)
         ? await repository.findUserSession(db, userId, sessionId)
         : undefined;
       if (!session) throw new AppError(404, 'SESSION_NOT_FOUND', ['Unknown session']);
       const open = !session.endedAt && session.expiresAt > now;
-      const ended = open && (await repository.endSession(db, sessionId, now, 'signed_out'));
+      const ended =
+        open &&
+        (await db.transaction().execute(async (trx) => {
+          const done = await repository.endSession(trx, sessionId, now, 'signed_out');
+          if (done) {
+            const event = { userId, sessionId, client, at: now };
+            await recordSecurityEvent(trx, { type: 'revoke', ...event, details: { via: 'session_id' } });
+          }
+          return done;
+        }));
       await activeSessions.remove([sessionId]);
       if (!ended) throw new AppError(409, 'SESSION_ENDED', ['The session has already ended']);
       return { _id: sessionId, revokedAt: now.toISOString() };

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { success } from '@tessera/contracts';
 import type { FastifyRequest } from 'fastify';
+import { clientInfo } from '../security-events/security-events.ts';
 import type { SessionsService } from '../sessions/sessions.service.ts';
 import { createOtpStore } from './otp.store.ts';
 import { sendOtpEmailSchema, verifyOtpEmailSchema } from './schemas.ts';
 import { createSignInService, normalizeEmail } from './sign-in.service.ts';
-
-const USER_AGENT_MAX = 512;
 
 // Normalized before validation, so the schema checks (and every later use sees) the canonical address.
 async function normalizeEmailField(request: FastifyRequest) {
@@ -20,14 +19,22 @@ const signInRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionsService }> = a
   const { config, clock } = app;
   const signIn = createSignInService({
     db: app.db,
-    otp: createOtpStore(app.redis, {
+    otp: createOtpStore(app.redis, clock, {
       secret: config.OTP_SECRET,
       ttlSeconds: config.OTP_TTL,
       maxAttempts: config.OTP_MAX_ATTEMPTS,
+      limits: {
+        resendCooldown: config.OTP_RESEND_COOLDOWN,
+        maxSendsPerEmailPerHour: config.OTP_MAX_SENDS_PER_EMAIL_PER_HOUR,
+        maxSendsPerIpPerHour: config.OTP_MAX_SENDS_PER_IP_PER_HOUR,
+        maxFailuresPerEmailPerDay: config.OTP_MAX_FAILURES_PER_EMAIL_PER_DAY,
+        maxFailuresPerIpPerHour: config.OTP_MAX_FAILURES_PER_IP_PER_HOUR,
+      },
     }),
     enqueueOtpEmail: app.enqueueOtpEmail,
     sessions,
     clock,
+    log: app.log,
     otpTtl: config.OTP_TTL,
     resendCooldown: config.OTP_RESEND_COOLDOWN,
     exposeCode: config.APP_ENV !== 'production',
@@ -37,15 +44,12 @@ const signInRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionsService }> = a
   app.addHook('preValidation', normalizeEmailField);
 
   app.post('/send-otp-email', { schema: sendOtpEmailSchema }, async (request) =>
-    success(await signIn.sendCode(request.body.email), clock.now()),
+    success(await signIn.sendCode(request.body.email, clientInfo(request)), clock.now()),
   );
 
   app.post('/verify-otp-email', { schema: verifyOtpEmailSchema }, async (request) => {
-    const client = {
-      ipAddress: request.ip,
-      userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX) ?? null,
-    };
-    return success(await signIn.verifyCode(request.body.email, request.body.code, client), clock.now());
+    const { email, code } = request.body;
+    return success(await signIn.verifyCode(email, code, clientInfo(request)), clock.now());
   });
 };
 

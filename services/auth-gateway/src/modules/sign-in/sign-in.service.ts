@@ -1,10 +1,17 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { AppError } from '@tessera/contracts';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
 import type { EnqueueOtpEmail } from '../../plugins/mail-queue.ts';
-import type { ClientInfo, SessionsService } from '../sessions/sessions.service.ts';
+import type { Refusal } from '../limits/sliding-window.ts';
+import {
+  type ClientInfo,
+  recordSecurityEvent,
+  type SecurityEvent,
+} from '../security-events/security-events.ts';
+import type { SessionsService } from '../sessions/sessions.service.ts';
 import { isRegistrationComplete, type PolicyVersions, toUser } from '../users/user.ts';
 import { upsertOnSignIn } from '../users/users.repository.ts';
 import type { OtpStore } from './otp.store.ts';
@@ -25,6 +32,7 @@ export interface SignInServiceOptions {
   enqueueOtpEmail: EnqueueOtpEmail;
   sessions: SessionsService;
   clock: Clock;
+  log: FastifyBaseLogger;
   otpTtl: number;
   resendCooldown: number;
   /** Development and test only: the send-code response carries the code. */
@@ -32,16 +40,49 @@ export interface SignInServiceOptions {
   policies: PolicyVersions;
 }
 
+const REFUSALS: Record<string, string> = {
+  'send:cooldown': 'A code was sent to this email moments ago',
+  'send:email': 'Too many codes were requested for this email',
+  'send:ip': 'Too many codes were requested from this address',
+  'verify:email': 'Too many wrong codes for this email',
+  'verify:ip': 'Too many wrong codes from this address',
+};
+
 /** Email one-time-code sign-in: send a code, verify it, start a session. */
 export function createSignInService(options: SignInServiceOptions) {
-  const { db, otp, sessions, clock } = options;
+  const { db, otp, sessions, clock, log } = options;
+
+  /** The security log must not turn a refusal into an error: a failed write is logged, not thrown. */
+  async function record(event: Omit<SecurityEvent, 'at'>) {
+    try {
+      await recordSecurityEvent(db, { ...event, at: clock.now() });
+    } catch (err) {
+      log.error({ err, event: event.type }, 'could not record a security event');
+    }
+  }
+
+  /** 429 with the true wait; the first refusal of a full window is a security event. */
+  async function refuse(limit: string, refusal: Refusal, email: string, client: ClientInfo): Promise<never> {
+    if (refusal.first)
+      await record({ type: 'rate_limit', email, client, details: { limit: `${limit}:${refusal.window}` } });
+    throw new AppError(
+      429,
+      'RATE_LIMITED',
+      [
+        REFUSALS[`${limit}:${refusal.window}`] ?? 'Too many attempts',
+        `Try again in ${refusal.retryAfter} seconds`,
+      ],
+      refusal.retryAfter,
+    );
+  }
 
   return {
     /** Answers the same whether or not an account exists for the email. */
-    async sendCode(email: string) {
+    async sendCode(email: string, client: ClientInfo) {
       const code = generateCode();
       const expiresAt = new Date(clock.now().getTime() + options.otpTtl * 1000);
-      await otp.issue(email, code);
+      const refusal = await otp.issue(email, code, client.ipAddress);
+      if (refusal) return refuse('send', refusal, email, client);
       await options.enqueueOtpEmail(randomUUID(), { to: email, code, expiresAt: expiresAt.toISOString() });
       return {
         email,
@@ -53,13 +94,19 @@ export function createSignInService(options: SignInServiceOptions) {
 
     /** Checks the code; the first success for an email creates its user; every success starts a session. */
     async verifyCode(email: string, code: string, client: ClientInfo) {
-      const outcome = await otp.verify(email, code);
+      const outcome = await otp.verify(email, code, client.ipAddress);
       switch (outcome.result) {
+        case 'limited':
+          return refuse('verify', outcome.refusal, email, client);
         case 'missing':
           throw new AppError(404, 'OTP_NOT_FOUND', ['No active code for this email; request a new one']);
         case 'locked':
           throw new AppError(409, 'OTP_LOCKED', ['Too many wrong attempts; request a new code']);
         case 'wrong':
+          for (const scope of outcome.lockedOut) {
+            log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
+            await record({ type: 'lockout', email, client, details: { scope } });
+          }
           throw new AppError(400, 'OTP_INVALID', [
             'Invalid code',
             outcome.attemptsLeft > 0
@@ -74,7 +121,7 @@ export function createSignInService(options: SignInServiceOptions) {
       } catch (error) {
         // The right code was consumed but no session came of it (Postgres down): give it back so
         // the user can retry with the same email instead of being told the code is gone.
-        await otp.issue(email, code).catch(() => undefined);
+        await otp.reinstate(email, code).catch(() => undefined);
         throw error;
       }
     },

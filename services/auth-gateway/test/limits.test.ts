@@ -1,0 +1,295 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { body, GENEROUS_LIMITS, type Json, manualClock, startGateway, type TestGateway } from './helpers.ts';
+
+const SEND = '/api/v1/auth/send-otp-email';
+const VERIFY = '/api/v1/auth/verify-otp-email';
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+
+// The limits exactly as configured out of the box (API.md §7).
+const defaults = loadConfig({});
+const DEFAULT_LIMITS = Object.fromEntries(
+  Object.keys(GENEROUS_LIMITS).map((name) => [name, String(defaults[name as keyof typeof defaults])]),
+);
+
+const wrongCode = (code: string) => String((Number(code) + 1) % 10_000).padStart(4, '0');
+const from = (ip: string) => ({ remoteAddress: ip });
+
+type Gateway = TestGateway['app'];
+const send = (app: Gateway, email: string, ip = '203.0.113.1') =>
+  app.inject({ method: 'POST', url: SEND, payload: { email }, ...from(ip) });
+const verify = (app: Gateway, email: string, code: string, ip = '203.0.113.1') =>
+  app.inject({ method: 'POST', url: VERIFY, payload: { email, code }, ...from(ip) });
+
+/** A 429 as API.md §3 and §7 describe it; returns its Retry-After in seconds. */
+function expectTooMany(response: Awaited<ReturnType<typeof send>>): number {
+  expect(response.statusCode).toBe(429);
+  const envelope = body(response);
+  expect(envelope).toMatchObject({ isSuccess: false, statusCode: 429, data: null });
+  expect(envelope.errors[0]).toBe('Too many requests');
+  const retryAfter = Number(response.headers['retry-after']);
+  expect(Number.isInteger(retryAfter) && retryAfter > 0).toBe(true);
+  expect(envelope.errors.at(-1)).toBe(`Try again in ${retryAfter} seconds`);
+  return retryAfter;
+}
+
+const statuses = (responses: { statusCode: number }[]) =>
+  responses.reduce<Record<number, number>>((counts, r) => {
+    counts[r.statusCode] = (counts[r.statusCode] ?? 0) + 1;
+    return counts;
+  }, {});
+
+describe('send limits (defaults)', () => {
+  const clock = manualClock(new Date('2026-11-22T10:00:00.000Z'));
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startGateway(DEFAULT_LIMITS, { clock });
+  });
+  afterAll(() => gateway.close());
+
+  it('allows one code per email per minute, and Retry-After is the true remaining wait', async () => {
+    const first = await send(gateway.app, 'cooldown@example.com');
+    expect(body(first).data.resendIn).toBe(60);
+    expect(expectTooMany(await send(gateway.app, 'cooldown@example.com'))).toBe(60);
+    clock.advance(59);
+    expect(expectTooMany(await send(gateway.app, ' Cooldown@Example.com'))).toBe(1);
+    clock.advance(1);
+    expect((await send(gateway.app, 'cooldown@example.com')).statusCode).toBe(200);
+  });
+
+  it('allows 5 codes per email per rolling hour', async () => {
+    for (let i = 0; i < 5; i++) {
+      expect((await send(gateway.app, 'hourly@example.com', `198.51.100.${i}`)).statusCode).toBe(200);
+      clock.advance(60);
+    }
+    // The first of the five leaves the window 3600 s after it was sent, 300 s ago.
+    expect(expectTooMany(await send(gateway.app, 'hourly@example.com', '198.51.100.9'))).toBe(HOUR - 300);
+    clock.advance(HOUR - 300);
+    expect((await send(gateway.app, 'hourly@example.com')).statusCode).toBe(200);
+  });
+
+  it('allows 30 codes per client IP per hour, whatever the emails; other IPs are unaffected', async () => {
+    for (let i = 0; i < 30; i++) {
+      expect((await send(gateway.app, `ip-${i}@example.com`, '192.0.2.7')).statusCode).toBe(200);
+    }
+    expectTooMany(await send(gateway.app, 'ip-30@example.com', '192.0.2.7'));
+    expect((await send(gateway.app, 'ip-30@example.com', '192.0.2.8')).statusCode).toBe(200);
+    clock.advance(HOUR);
+    expect((await send(gateway.app, 'ip-31@example.com', '192.0.2.7')).statusCode).toBe(200);
+  });
+
+  it('counts IPv6 clients per /64', async () => {
+    for (let i = 0; i < 30; i++) {
+      expect((await send(gateway.app, `v6-${i}@example.com`, `2001:db8:1:2::${i + 1}`)).statusCode).toBe(200);
+    }
+    expectTooMany(await send(gateway.app, 'v6-30@example.com', '2001:db8:1:2:ffff::1'));
+  });
+
+  it('records the first refusal of a full window as a security event, not every refused request', async () => {
+    await send(gateway.app, 'noted@example.com', '192.0.2.200');
+    for (let i = 0; i < 3; i++) expectTooMany(await send(gateway.app, 'noted@example.com', '192.0.2.200'));
+    const events = await gateway.app.db
+      .selectFrom('securityEvents')
+      .selectAll()
+      .where('type', '=', 'rate_limit')
+      .where('ipAddress', '=', '192.0.2.200')
+      .execute();
+    expect(events).toHaveLength(1);
+    expect(events[0]?.details).toEqual({ limit: 'send:cooldown' });
+  });
+});
+
+describe('verify limits (defaults)', () => {
+  const clock = manualClock(new Date('2026-11-22T10:00:00.000Z'));
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startGateway(DEFAULT_LIMITS, { clock });
+  });
+  afterAll(() => gateway.close());
+
+  /** A new code for the email, waiting out the resend cooldown first. */
+  async function freshCode(email: string, ip?: string): Promise<string> {
+    clock.advance(60);
+    const response = await send(gateway.app, email, ip);
+    expect(response.statusCode).toBe(200);
+    return body(response).data.code;
+  }
+
+  it('refuses every verification of an email for 24 h once 20 wrong codes failed, whatever the codes sent', async () => {
+    const email = 'target@example.com';
+    const started = clock.now().getTime();
+    for (let code = 0; code < 4; code++) {
+      const right = await freshCode(email);
+      // Each code takes 5 wrong guesses from a different address, then locks.
+      for (let i = 0; i < 5; i++) {
+        expect((await verify(gateway.app, email, wrongCode(right), `10.0.${code}.${i}`)).statusCode).toBe(
+          400,
+        );
+      }
+    }
+    // Even the right code of a brand-new code is refused, from anywhere.
+    const right = await freshCode(email, '10.9.9.9');
+    const retryAfter = expectTooMany(await verify(gateway.app, email, right, '10.9.9.9'));
+    // Until the first failure (sent 60 s after the start) is 24 h old.
+    const firstFailure = started + 60_000;
+    expect(retryAfter).toBe(Math.ceil((firstFailure + DAY * 1000 - clock.now().getTime()) / 1000));
+    clock.advance(retryAfter);
+    expect((await verify(gateway.app, email, right)).statusCode).toBe(200);
+  });
+
+  it('refuses verifications from an IP with 50 wrong codes in the last hour', async () => {
+    const ip = '10.50.0.1';
+    for (let n = 0; n < 10; n++) {
+      const right = await freshCode(`ip-guess-${n}@example.com`);
+      for (let i = 0; i < 5; i++) {
+        expect(
+          (await verify(gateway.app, `ip-guess-${n}@example.com`, wrongCode(right), ip)).statusCode,
+        ).toBe(400);
+      }
+    }
+    const right = await freshCode('innocent@example.com');
+    expectTooMany(await verify(gateway.app, 'innocent@example.com', right, ip));
+    expect((await verify(gateway.app, 'innocent@example.com', right, '10.50.0.2')).statusCode).toBe(200);
+  });
+
+  it('records lock-outs in the security log', async () => {
+    const rows = await gateway.app.db
+      .selectFrom('securityEvents')
+      .select(['type', 'details', 'userId'])
+      .where('type', '=', 'lockout')
+      .execute();
+    const scopes = rows.map((row) => (row.details as Json).scope);
+    expect(scopes.filter((s) => s === 'code').length).toBeGreaterThanOrEqual(14);
+    expect(scopes).toContain('email');
+    expect(scopes).toContain('ip');
+  });
+});
+
+describe('the brute-force bound', () => {
+  it('gives an attacker with unlimited addresses at most 20 evaluated guesses per email in 24 h', async () => {
+    const clock = manualClock(new Date('2026-11-22T00:00:00.000Z'));
+    const gateway = await startGateway(DEFAULT_LIMITS, { clock });
+    try {
+      const email = 'victim@example.com';
+      const end = clock.now().getTime() + DAY * 1000;
+      let address = 0;
+      const nextIp = () => `100.64.${(address >> 8) & 255}.${address++ & 255}`;
+      let guesses = 0;
+      let codesSent = 0;
+      // As fast as the gateway allows: ask for a code, guess until refused, wait exactly as told.
+      while (clock.now().getTime() < end) {
+        const sent = await send(gateway.app, email, nextIp());
+        if (sent.statusCode === 429) {
+          clock.advance(Number(sent.headers['retry-after']));
+          continue;
+        }
+        codesSent++;
+        const right = body(sent).data.code as string;
+        for (let attempt = 0; ; attempt++) {
+          // Never the right code, so every guess the gateway evaluates is counted.
+          const guess = String((Number(right) + 1 + attempt) % 10_000).padStart(4, '0');
+          const response = await verify(gateway.app, email, guess, nextIp());
+          if (response.statusCode === 400) {
+            guesses++;
+            continue;
+          }
+          if (response.statusCode === 429) clock.advance(Number(response.headers['retry-after']));
+          break;
+        }
+      }
+      console.info(`brute force, 24 h simulated: ${guesses} guesses evaluated over ${codesSent} codes`);
+      expect(guesses).toBe(20);
+      expect(guesses / 10_000).toBeLessThanOrEqual(0.002);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('the general per-IP limit', () => {
+  it('answers every route past RATE_LIMIT_MAX with an enveloped 429, unknown routes too, but not the health probes', async () => {
+    const gateway = await startGateway({ RATE_LIMIT_MAX: '3' });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect(
+          (await gateway.app.inject({ url: '/.well-known/jwks.json', ...from('192.0.2.50') })).statusCode,
+        ).toBe(200);
+      }
+      const refused = await gateway.app.inject({ url: '/no/such/route', ...from('192.0.2.50') });
+      expect(expectTooMany(refused)).toBeLessThanOrEqual(60);
+      expectTooMany(await send(gateway.app, 'x@example.com', '192.0.2.50'));
+      expect((await gateway.app.inject({ url: '/health/ready', ...from('192.0.2.50') })).statusCode).toBe(
+        200,
+      );
+      expect(
+        (await gateway.app.inject({ url: '/.well-known/jwks.json', ...from('192.0.2.51') })).statusCode,
+      ).toBe(200);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('takes the client IP from X-Forwarded-For only behind a trusted proxy', async () => {
+    const direct = await startGateway({ RATE_LIMIT_MAX: '2' });
+    const proxied = await startGateway({ RATE_LIMIT_MAX: '2', TRUST_PROXY: 'true' });
+    try {
+      const spoofing = (app: Gateway, i: number) =>
+        app.inject({ url: '/.well-known/jwks.json', headers: { 'x-forwarded-for': `198.18.0.${i}` } });
+      const viaDirect = await Promise.all([0, 1, 2, 3].map((i) => spoofing(direct.app, i)));
+      expect(statuses(viaDirect)).toEqual({ 200: 2, 429: 2 });
+      const viaProxy = await Promise.all([0, 1, 2, 3].map((i) => spoofing(proxied.app, i)));
+      expect(statuses(viaProxy)).toEqual({ 200: 4 });
+    } finally {
+      await Promise.all([direct.close(), proxied.close()]);
+    }
+  });
+});
+
+describe('two gateway processes sharing one Redis', () => {
+  const limits = {
+    OTP_MAX_SENDS_PER_IP_PER_HOUR: '30',
+    OTP_MAX_ATTEMPTS: '1000',
+    OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '20',
+    RATE_LIMIT_MAX: '100',
+  };
+  let first: TestGateway;
+  let second: Gateway;
+  beforeAll(async () => {
+    first = await startGateway(limits);
+    // The same configuration (database, Redis, key) as a second, independent instance.
+    second = await buildApp(first.config);
+  });
+  afterAll(async () => {
+    await second.close();
+    await first.close();
+  });
+  const either = (i: number) => (i % 2 === 0 ? first.app : second);
+
+  it('never send more codes together than the per-IP limit', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => send(either(i), `pair-${i}@example.com`, '192.0.2.99')),
+    );
+    expect(statuses(responses)).toEqual({ 200: 30, 429: 20 });
+  });
+
+  it('never evaluate more wrong codes together than the per-email daily bound', async () => {
+    const code = body(await send(first.app, 'shared@example.com', '192.0.2.98')).data.code as string;
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        verify(either(i), 'shared@example.com', wrongCode(code), `198.51.100.${i}`),
+      ),
+    );
+    expect(statuses(responses)).toEqual({ 400: 20, 429: 20 });
+  });
+
+  it('never answer more requests together than the general limit', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 160 }, (_, i) =>
+        either(i).inject({ url: '/.well-known/jwks.json', ...from('192.0.2.97') }),
+      ),
+    );
+    expect(statuses(responses)).toEqual({ 200: 100, 429: 60 });
+  });
+});

@@ -1,0 +1,115 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+const logLines: Record<string, unknown>[] = [];
+const logStream = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+    done();
+  },
+});
+
+const clock = manualClock();
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway({ LOG_LEVEL: 'warn', TRUST_PROXY: 'true' }, { clock, logStream });
+});
+afterAll(() => gateway.close());
+
+const device = { 'user-agent': 'Phone/1.0', 'x-forwarded-for': '203.0.113.44' };
+const eventsOf = (userId: string) =>
+  gateway.app.db
+    .selectFrom('securityEvents')
+    .select(['type', 'sessionId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
+    .where('userId', '=', userId)
+    .orderBy('createdAt')
+    .orderBy('id')
+    .execute();
+const sidOf = (accessToken: string): string =>
+  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
+
+describe('the security log', () => {
+  it('records sign-in, revoke, sign-out of a device and logout with session, IP, user agent and time', async () => {
+    const first = await signIn(gateway.app, 'audit@example.com', device);
+    clock.advance(1);
+    const second = await signIn(gateway.app, 'audit@example.com', device);
+    const third = await signIn(gateway.app, 'audit@example.com', device);
+    // A second between steps, so the log's time order is the order of events.
+    clock.advance(1);
+    await post(
+      gateway.app,
+      '/api/v1/auth/revoke-token',
+      { refreshToken: first.refreshToken },
+      {
+        ...bearer(second.accessToken),
+        ...device,
+      },
+    );
+    clock.advance(1);
+    await gateway.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/auth/sessions/${sidOf(third.accessToken)}`,
+      headers: { ...bearer(second.accessToken), ...device },
+    });
+    clock.advance(1);
+    await post(gateway.app, '/api/v1/auth/logout', {}, { ...bearer(second.accessToken), ...device });
+
+    const events = await eventsOf(first.user._id);
+    expect(events.map((e) => [e.type, e.details])).toEqual([
+      ['sign_in', {}],
+      ['sign_in', {}],
+      ['sign_in', {}],
+      ['revoke', { via: 'refresh_token' }],
+      ['revoke', { via: 'session_id' }],
+      ['logout', { revokedSessions: 1 }],
+    ]);
+    expect(events[0]).toMatchObject({
+      sessionId: sidOf(first.accessToken),
+      ipAddress: '203.0.113.44',
+      userAgent: 'Phone/1.0',
+    });
+    expect(events[3]?.sessionId).toBe(sidOf(first.accessToken));
+    expect(events[4]?.sessionId).toBe(sidOf(third.accessToken));
+    expect(events[5]?.createdAt).toEqual(clock.now());
+  });
+
+  it('records refresh-token reuse with the session it ended, and warns in the log', async () => {
+    const { refreshToken, user, accessToken } = await signIn(gateway.app, 'reuse@example.com');
+    expect((await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken })).statusCode).toBe(200);
+    clock.advance(gateway.config.REFRESH_REUSE_GRACE + 1);
+    const reused = await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken }, device);
+    expect(reused.statusCode).toBe(401);
+
+    const events = await eventsOf(user._id);
+    expect(events.map((e) => e.type)).toEqual(['sign_in', 'refresh_reuse']);
+    expect(events[1]).toMatchObject({ sessionId: sidOf(accessToken), ipAddress: '203.0.113.44' });
+    const warning = logLines.find((line) => line.msg === 'refresh token reuse detected: session ended');
+    expect(warning).toMatchObject({ level: 40, sessionId: sidOf(accessToken), userId: user._id });
+  });
+
+  it("records a code lock-out against the email's account and warns in the log", async () => {
+    const { user } = await signIn(gateway.app, 'locked@example.com');
+    clock.advance(1);
+    const { code } = body(
+      await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'locked@example.com' }),
+    ).data;
+    const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
+    for (let i = 0; i < gateway.config.OTP_MAX_ATTEMPTS; i++) {
+      await post(
+        gateway.app,
+        '/api/v1/auth/verify-otp-email',
+        { email: 'locked@example.com', code: wrong },
+        device,
+      );
+    }
+    const events = await eventsOf(user._id);
+    expect(events.map((e) => [e.type, e.details])).toEqual([
+      ['sign_in', {}],
+      ['lockout', { scope: 'code' }],
+    ]);
+    expect(logLines.some((line) => line.msg === 'sign-in locked out after too many wrong codes')).toBe(true);
+    // The log line names neither the email nor the code.
+    expect(JSON.stringify(logLines)).not.toContain('locked@example.com');
+  });
+});
