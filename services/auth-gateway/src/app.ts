@@ -14,8 +14,10 @@ import auth from './plugins/auth.ts';
 import configPlugin from './plugins/config.ts';
 import db from './plugins/db.ts';
 import errorHandler, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts';
+import httpSecurity from './plugins/http-security.ts';
 import jsonBody from './plugins/json-body.ts';
 import mailQueue from './plugins/mail-queue.ts';
+import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
 import { validatorCompiler } from './plugins/validation.ts';
 
@@ -35,6 +37,8 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
     bodyLimit: 16 * 1024,
     frameworkErrors,
     clientErrorHandler,
+    // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
+    http: { requireHostHeader: false },
     // Honour a well-formed X-Request-Id from the caller, otherwise mint one.
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
@@ -50,9 +54,11 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
   // Infrastructure
   await app.register(configPlugin, { config, clock });
   await app.register(errorHandler);
+  await app.register(httpSecurity);
   await app.register(jsonBody);
   await app.register(db);
   await app.register(redis);
+  await app.register(rateLimit);
   await app.register(mailQueue);
   await app.register(auth);
 
@@ -62,6 +68,7 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
     activeSessions: app.activeSessions,
     tokens: app.tokens,
     clock,
+    log: app.log,
     accessTokenTtl: config.ACCESS_TOKEN_TTL,
     refreshTokenTtl: config.REFRESH_TOKEN_TTL,
     refreshReuseGrace: config.REFRESH_REUSE_GRACE,

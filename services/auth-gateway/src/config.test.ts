@@ -14,6 +14,15 @@ describe('loadConfig', () => {
       REFRESH_REUSE_GRACE: 10,
       OTP_TTL: 300,
       OTP_MAX_ATTEMPTS: 5,
+      OTP_RESEND_COOLDOWN: 60,
+      OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: 5,
+      OTP_MAX_SENDS_PER_IP_PER_HOUR: 30,
+      OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: 20,
+      OTP_MAX_FAILURES_PER_IP_PER_HOUR: 50,
+      RATE_LIMIT_MAX: 600,
+      RATE_LIMIT_WINDOW: 60,
+      JWT_CLOCK_TOLERANCE: 30,
+      CORS_ORIGINS: [],
       TRUST_PROXY: false,
     });
     expect(Object.isFrozen(config)).toBe(true);

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { AppEnv, LogLevel, readEnv, requireInProduction } from '@tessera/config';
+import { AppEnv, ConfigError, LogLevel, readEnv, requireInProduction } from '@tessera/config';
 import { type Static, Type } from 'typebox';
 
 const Seconds = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
@@ -24,6 +24,12 @@ const ConfigSchema = Type.Object({
   JWT_PRIVATE_KEY: Type.Optional(Type.String()),
   /** File holding that PEM key instead; in development it is generated on first start. */
   JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
+  /** Keys that still verify (and are listed in the JWKS) but no longer sign: PEM text, several blocks allowed. */
+  JWT_VERIFY_KEYS: Type.Optional(Type.String()),
+  /** The same as files: a comma-separated list of PEM files (private or public keys). */
+  JWT_VERIFY_KEY_FILES: Type.Optional(Type.String()),
+  /** Seconds of clock difference forgiven when checking an access token's `exp`/`nbf`. */
+  JWT_CLOCK_TOLERANCE: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
   ACCESS_TOKEN_TTL: Seconds(3600),
   REFRESH_TOKEN_TTL: Seconds(2_592_000),
   REFRESH_REUSE_GRACE: Type.Integer({ minimum: 0, default: 10 }),
@@ -33,6 +39,16 @@ const ConfigSchema = Type.Object({
   OTP_TTL: Seconds(300),
   OTP_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 5 }),
   OTP_RESEND_COOLDOWN: Type.Integer({ minimum: 0, default: 60 }),
+  OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: Type.Integer({ minimum: 1, default: 5 }),
+  OTP_MAX_SENDS_PER_IP_PER_HOUR: Type.Integer({ minimum: 1, default: 30 }),
+  OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: Type.Integer({ minimum: 1, default: 20 }),
+  OTP_MAX_FAILURES_PER_IP_PER_HOUR: Type.Integer({ minimum: 1, default: 50 }),
+  /** The general limit: requests per client IP per RATE_LIMIT_WINDOW seconds, on every route but health. */
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
+  RATE_LIMIT_WINDOW: Seconds(60),
+
+  /** Browser origins allowed to call the API (CORS), comma-separated and exact; empty allows none. */
+  CORS_ORIGINS: Type.String({ default: '' }),
 
   PRIVACY_POLICY_VERSION: Type.String({ default: '1.0.0' }),
   TERMS_OF_USE_VERSION: Type.String({ default: '1.0.0' }),
@@ -43,8 +59,9 @@ type Env = Static<typeof ConfigSchema>;
 const DEVELOPMENT_OTP_SECRET = 'tessera-development-otp-secret-not-for-production';
 
 export type GatewayConfig = Readonly<
-  Omit<Env, 'TRUST_PROXY' | 'OTP_SECRET' | 'JWT_PRIVATE_KEY_FILE'> & {
+  Omit<Env, 'TRUST_PROXY' | 'OTP_SECRET' | 'JWT_PRIVATE_KEY_FILE' | 'CORS_ORIGINS'> & {
     TRUST_PROXY: ReturnType<typeof parseTrustProxy>;
+    CORS_ORIGINS: string[];
     OTP_SECRET: string;
     JWT_PRIVATE_KEY_FILE: string;
   }
@@ -57,6 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   return Object.freeze({
     ...parsed,
     TRUST_PROXY: parseTrustProxy(parsed.TRUST_PROXY),
+    CORS_ORIGINS: parseOrigins(parsed.CORS_ORIGINS),
     OTP_SECRET: parsed.OTP_SECRET ?? DEVELOPMENT_OTP_SECRET,
     JWT_PRIVATE_KEY_FILE:
       parsed.JWT_PRIVATE_KEY_FILE ?? path.join(os.homedir(), '.cache', 'tessera', 'dev-signing-key.pem'),
@@ -68,4 +86,18 @@ function parseTrustProxy(value: string): boolean | string[] | ((address: string,
   // A hop count: trust that many proxies in front of the gateway.
   if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);
   return value.split(',').map((part) => part.trim());
+}
+
+function parseOrigins(value: string): string[] {
+  const origins = value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/*\s]+$/.test(origin))
+      throw new ConfigError(
+        `Invalid configuration: CORS_ORIGINS must list exact origins like https://app.example.com (got "${origin}")`,
+      );
+  }
+  return origins;
 }

@@ -90,7 +90,7 @@ describe('every response is the envelope', () => {
       isSuccess: true,
       statusCode: 200,
       errors: [],
-      data: { email: 'alice@example.com', expiresIn: 300, resendIn: 60 },
+      data: { email: 'alice@example.com', expiresIn: 300, resendIn: 0 },
     });
   });
 
@@ -126,5 +126,56 @@ describe('every response is the envelope', () => {
       headers: { 'x-request-id': 'a b\nc' },
     });
     expect(minted.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+// Found by test/fuzz.test.ts: answers Node's HTTP server used to give before the gateway saw them.
+describe('every response is the envelope, straight from the socket', () => {
+  async function listening(): Promise<number> {
+    if (!gateway.app.server.listening) await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    return (gateway.app.server.address() as AddressInfo).port;
+  }
+
+  /** Writes a request (without half-closing, which would make Node drop the answer) and reads until the server closes. */
+  async function exchange(request: string): Promise<string> {
+    const socket = net.connect(await listening(), '127.0.0.1');
+    socket.write(request);
+    const chunks: Buffer[] = [];
+    for await (const chunk of socket) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString();
+  }
+
+  function only(response: string) {
+    const [head = '', ...rest] = response.split('\r\n\r\n');
+    const payload = rest.join('\r\n\r\n');
+    expect(response.match(/HTTP\/1\.1 \d{3} /g), 'one response on the connection').toHaveLength(1);
+    return { head, json: JSON.parse(payload) as Record<string, unknown> };
+  }
+
+  it('answers an HTTP/1.1 request without Host with an enveloped 400, not an empty one', async () => {
+    const { head, json } = only(await exchange('GET /health/live HTTP/1.1\r\nConnection: close\r\n\r\n'));
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expectErrorEnvelope(json, 400, 'Validation failed');
+    expect(json.errors).toEqual(['Validation failed', 'An HTTP/1.1 request needs a Host header']);
+  });
+
+  it('ignores an expectation it does not know instead of a bare 417', async () => {
+    const { head, json } = only(
+      await exchange(
+        'GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n',
+      ),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(json).toMatchObject({ isSuccess: true, statusCode: 200, data: { status: 'ok' } });
+  });
+
+  it('sends one response when the parser fails after the gateway already answered', async () => {
+    // The URL is refused at once (400), then the parser rejects `Transfer-Encoding: identity`.
+    const response = await exchange(
+      'GET /api/v1/auth/sessions/%E0%A4%A HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nConnection: close\r\n\r\n',
+    );
+    const { head, json } = only(response);
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expectErrorEnvelope(json, 400, 'Validation failed');
   });
 });

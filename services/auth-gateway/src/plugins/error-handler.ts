@@ -1,8 +1,9 @@
-import { STATUS_CODES } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError, failure, statusMessage } from '@tessera/contracts';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { hooklessSecurityHeaders } from './http-security.ts';
 
 /** Details for the Fastify errors a client can cause; anything else says only its status message. */
 const FASTIFY_ERROR_DETAILS: Record<string, string> = {
@@ -44,8 +45,11 @@ function send(reply: FastifyReply, status: number, details: string[]) {
 }
 
 /** Fastify's `frameworkErrors`: a malformed URL or header fails before routing, still enveloped. */
-export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
+  // No hooks run for these, so the headers every other response gets are set here.
+  reply.headers(hooklessSecurityHeaders(reply.server.config.APP_ENV));
+  reply.header('x-request-id', request.id);
   return send(reply, status, []);
 }
 
@@ -53,6 +57,13 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
 export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
+    return;
+  }
+  // The parser can fail on the body after a handler already answered the head (a URL Fastify
+  // rejects at once, then a bad Transfer-Encoding): a second response would corrupt the stream.
+  // Node's own clientError default checks the same thing.
+  if ((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent) {
+    socket.end();
     return;
   }
   const status =

@@ -1,0 +1,107 @@
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import { AppError } from '@tessera/contracts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+/** The one response a cache may keep: public keys, no secrets. Its route sets its own Cache-Control. */
+const JWKS_PATH = '/.well-known/jwks.json';
+const CORS_METHODS = ['GET', 'POST', 'DELETE', 'PATCH'];
+const HSTS = { maxAge: 31_536_000, includeSubDomains: true };
+
+/**
+ * What helmet and the Cache-Control hook below set, as plain headers, for the one kind of response
+ * that skips Fastify's hooks: `frameworkErrors` (a URL that cannot be decoded). A test keeps the two
+ * in step.
+ */
+export function hooklessSecurityHeaders(appEnv: string): Record<string, string> {
+  return {
+    'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+    'cross-origin-resource-policy': 'same-origin',
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    ...(appEnv === 'production'
+      ? { 'strict-transport-security': `max-age=${HSTS.maxAge}; includeSubDomains` }
+      : {}),
+    'cache-control': 'no-store',
+  };
+}
+
+/**
+ * Security headers for a JSON API (helmet) and the CORS allow-list (`CORS_ORIGINS`). Registered
+ * right after the error handler so that every later hook, handler and error response carries them.
+ */
+export default fp(
+  async function httpSecurity(app: FastifyInstance) {
+    const { APP_ENV, CORS_ORIGINS } = app.config;
+
+    // Only what makes sense for JSON: no HTML is ever served, so nothing may be loaded, framed or
+    // referred; COOP, Origin-Agent-Cluster, DNS prefetch and the like only matter for documents.
+    await app.register(helmet, {
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+      },
+      // CORP only restricts no-cors loads (<script>, <img>); CORS fetches from allowed origins pass.
+      crossOriginResourcePolicy: { policy: 'same-origin' },
+      crossOriginOpenerPolicy: false,
+      crossOriginEmbedderPolicy: false,
+      originAgentCluster: false,
+      referrerPolicy: { policy: 'no-referrer' },
+      strictTransportSecurity: APP_ENV === 'production' ? HSTS : false,
+      xContentTypeOptions: true,
+      xDnsPrefetchControl: false,
+      xDownloadOptions: false,
+      xFrameOptions: { action: 'deny' },
+      xPermittedCrossDomainPolicies: false,
+      xXssProtection: false,
+    });
+
+    // Responses carry tokens and one-time codes: nothing but the key set may be stored.
+    app.addHook('onSend', async (request, reply) => {
+      if (request.routeOptions.url === JWKS_PATH && reply.statusCode === 200) return;
+      reply.header('cache-control', 'no-store');
+    });
+
+    // A preflight is only answered for a route that exists with the requested method; any other
+    // OPTIONS request (no Origin, unknown path) is the enveloped 404, not @fastify/cors's text 400.
+    if (CORS_ORIGINS.length > 0) {
+      app.addHook('onRequest', async (request) => {
+        if (request.method === 'OPTIONS' && !isPreflightForKnownRoute(app, request)) {
+          throw new AppError(404, 'ROUTE_NOT_FOUND', [`No route OPTIONS ${request.url.split('?')[0]}`]);
+        }
+      });
+    }
+
+    await app.register(cors, {
+      // No origins configured: CORS off, no headers at all and OPTIONS is an ordinary 404.
+      origin: CORS_ORIGINS.length > 0 ? CORS_ORIGINS : false,
+      methods: CORS_METHODS,
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id'],
+      // Bearer tokens only, never cookies.
+      credentials: false,
+      maxAge: 600,
+    });
+
+    // Node answers `Expect: <anything but 100-continue>` with a bare 417; RFC 9110 §10.1.1 lets a
+    // server ignore an expectation it does not understand, so such a request is handled as usual.
+    app.server.on('checkExpectation', app.routing);
+
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is turned off in
+    // app.ts because it answers with an empty body).
+    app.addHook('onRequest', async (request) => {
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+        throw new AppError(400, 'HOST_MISSING', ['An HTTP/1.1 request needs a Host header']);
+      }
+    });
+  },
+  { name: 'http-security', dependencies: ['config', 'error-handler'] },
+);
+
+function isPreflightForKnownRoute(app: FastifyInstance, request: FastifyRequest): boolean {
+  const method = request.headers['access-control-request-method'];
+  if (!request.headers.origin || typeof method !== 'string' || !CORS_METHODS.includes(method)) return false;
+  return app.findRoute({ method, url: request.url }) !== null;
+}
