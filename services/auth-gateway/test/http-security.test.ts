@@ -225,8 +225,18 @@ describe('CORS', () => {
     }
   });
 
-  it('refuses a wildcard CORS_ORIGINS at startup with a clear message', () => {
-    for (const value of ['*', 'https://app.example.com,*', 'https://*.example.com']) {
+  it('refuses a wildcard, or an origin not written as browsers send it, at startup with a clear message', () => {
+    const notAsBrowsersSendThem = [
+      'https://App.example.com',
+      'https://app.example.com:443',
+      'https://app.example.com/',
+    ];
+    for (const value of [
+      '*',
+      'https://app.example.com,*',
+      'https://*.example.com',
+      ...notAsBrowsersSendThem,
+    ]) {
       expect(() => loadConfig({ CORS_ORIGINS: value })).toThrow(/CORS_ORIGINS must list exact origins/);
     }
   });

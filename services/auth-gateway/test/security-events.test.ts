@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
@@ -111,5 +112,21 @@ describe('the security log', () => {
     expect(logLines.some((line) => line.msg === 'sign-in locked out after too many wrong codes')).toBe(true);
     // The log line names neither the email nor the code.
     expect(JSON.stringify(logLines)).not.toContain('locked@example.com');
+  });
+});
+
+describe('when the security log cannot be written', () => {
+  it('still ends the sessions it was asked to end', async () => {
+    const { accessToken } = await signIn(gateway.app, 'unlogged@example.com');
+    await sql`alter table security_events rename to security_events_away`.execute(gateway.app.db);
+    try {
+      const loggedOut = await post(gateway.app, '/api/v1/auth/logout', {}, bearer(accessToken));
+      expect(loggedOut.statusCode).toBe(200);
+      const after = await gateway.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
+      expect(after.statusCode).toBe(401);
+      expect(logLines.some((line) => line.msg === 'could not record a security event')).toBe(true);
+    } finally {
+      await sql`alter table security_events_away rename to security_events`.execute(gateway.app.db);
+    }
   });
 });

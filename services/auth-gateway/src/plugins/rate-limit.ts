@@ -2,11 +2,11 @@ import rateLimit from '@fastify/rate-limit';
 import { AppError } from '@tessera/contracts';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { clientInfo, recordSecurityEvent } from '../modules/security-events/security-events.ts';
+import { clientInfo, recordSecurityEventSafely } from '../modules/security-events/security-events.ts';
 
 /**
  * The general limit: RATE_LIMIT_MAX requests per client IP (IPv6 per /64) per RATE_LIMIT_WINDOW on
- * every route but the health probes, counted in Redis so it holds across gateway processes. The
+ * every route, counted in Redis so it holds across gateway processes. The
  * sign-in limits of API.md §7 are stricter and live with the codes (modules/sign-in).
  */
 export default fp(
@@ -16,18 +16,17 @@ export default fp(
 
     // Logged and recorded once per client and window, not once per refused request.
     async function noteExceeded(request: FastifyRequest, key: string) {
-      try {
-        if (!(await app.redis.set(`rate-limit-noted:${key}`, '1', 'PX', windowMs, 'NX'))) return;
-        request.log.warn({ ip: request.ip }, 'general rate limit exceeded');
-        await recordSecurityEvent(app.db, {
-          type: 'rate_limit',
-          client: clientInfo(request),
-          details: { limit: 'requests:ip' },
-          at: clock.now(),
-        });
-      } catch (err) {
-        request.log.error({ err }, 'could not record a rate-limit event');
-      }
+      const first = await app.redis
+        .set(`rate-limit-noted:${key}`, '1', 'PX', windowMs, 'NX')
+        .catch(() => null);
+      if (!first) return;
+      request.log.warn({ ip: request.ip }, 'general rate limit exceeded');
+      await recordSecurityEventSafely(app.db, request.log, {
+        type: 'rate_limit',
+        client: clientInfo(request),
+        details: { limit: 'requests:ip' },
+        at: clock.now(),
+      });
     }
 
     await app.register(rateLimit, {
@@ -39,7 +38,6 @@ export default fp(
       timeWindow: windowMs,
       // Without Redis the routes that need it answer 503 anyway; health and JWKS keep working.
       skipOnError: true,
-      allowList: (request) => request.url.startsWith('/health/'),
       onExceeded: (request, key) => void noteExceeded(request, key),
       errorResponseBuilder: (_request, { ttl }) => {
         const retryAfter = Math.ceil(ttl / 1000);

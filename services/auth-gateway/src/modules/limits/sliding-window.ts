@@ -29,13 +29,16 @@ local function first_refusal(key, wait)
 end
 `;
 
-// Checks every window; counts the event in all of them only when none is full.
+// Checks every window; counts the event in all of them only when none is full. A refusal names the
+// window that frees up last, so its wait is the true time until the event would be allowed.
 const HIT = `${SLIDING_WINDOW_LUA}
 local now = tonumber(ARGV[1])
+local longest, wait = 0, 0
 for i = 1, #KEYS do
-  local wait = wait_ms(KEYS[i], now, tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2]))
-  if wait > 0 then return {i, wait, first_refusal(KEYS[i], wait)} end
+  local w = wait_ms(KEYS[i], now, tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2]))
+  if w > wait then longest, wait = i, w end
 end
+if wait > 0 then return {longest, wait, first_refusal(KEYS[longest], wait)} end
 for i = 1, #KEYS do record(KEYS[i], now, tonumber(ARGV[2 * i + 1]), ARGV[2]) end
 return {0, 0, 0}
 `;

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../database.ts';
 
@@ -49,4 +49,17 @@ export async function recordSecurityEvent(db: Kysely<Database>, event: SecurityE
       createdAt: event.at,
     })
     .execute();
+}
+
+/** The same, for events that follow an action already taken: a failed write is logged, not thrown. */
+export async function recordSecurityEventSafely(
+  db: Kysely<Database>,
+  log: FastifyBaseLogger,
+  event: SecurityEvent,
+): Promise<void> {
+  try {
+    await recordSecurityEvent(db, event);
+  } catch (err) {
+    log.error({ err, event: event.type }, 'could not record a security event');
+  }
 }

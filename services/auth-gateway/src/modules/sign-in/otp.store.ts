@@ -32,10 +32,13 @@ local now, member = tonumber(ARGV[3]), ARGV[4]
 local email_window, email_limit = tonumber(ARGV[5]), tonumber(ARGV[6])
 local ip_window, ip_limit = tonumber(ARGV[7]), tonumber(ARGV[8])
 
-local wait = wait_ms(email_key, now, email_window, email_limit)
-if wait > 0 then return {'limited-email', wait, first_refusal(email_key, wait), 0} end
-wait = wait_ms(ip_key, now, ip_window, ip_limit)
-if wait > 0 then return {'limited-ip', wait, first_refusal(ip_key, wait), 0} end
+-- When both are full, the one that frees up last is the true wait.
+local email_wait = wait_ms(email_key, now, email_window, email_limit)
+local ip_wait = wait_ms(ip_key, now, ip_window, ip_limit)
+if email_wait > 0 and email_wait >= ip_wait then
+  return {'limited-email', email_wait, first_refusal(email_key, email_wait), 0}
+end
+if ip_wait > 0 then return {'limited-ip', ip_wait, first_refusal(ip_key, ip_wait), 0} end
 
 local stored = redis.call('HGET', code_key, 'hash')
 if not stored then return {'missing', 0, 0, 0} end
