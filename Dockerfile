@@ -6,6 +6,7 @@ WORKDIR /app
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY packages/config/package.json packages/config/
 COPY packages/contracts/package.json packages/contracts/
+COPY packages/telemetry/package.json packages/telemetry/
 COPY packages/testing/package.json packages/testing/
 COPY infra/package.json infra/
 COPY services/auth-gateway/package.json services/auth-gateway/
@@ -15,6 +16,7 @@ RUN pnpm install --frozen-lockfile --prod \
     --filter "@tessera/auth-gateway..." --filter "@tessera/mailer..." --filter "@tessera/infra..."
 COPY packages/config packages/config
 COPY packages/contracts packages/contracts
+COPY packages/telemetry packages/telemetry
 COPY infra infra
 COPY services services
 ENV APP_ENV=production
@@ -23,7 +25,8 @@ USER node
 FROM base AS gateway
 EXPOSE 3000
 HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-CMD ["node", "services/auth-gateway/src/server.ts"]
+CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/src/server.ts"]
 
 FROM base AS mailer
-CMD ["node", "services/mailer/src/main.ts"]
+EXPOSE 9464
+CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/mailer/src/main.ts"]

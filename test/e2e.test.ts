@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url';
 import {
   createTestDatabase,
   createTestRedis,
+  type OtlpSink,
+  type ReceivedSpan,
   type SmtpSink,
+  startOtlpSink,
   startSmtpSink,
   type TestDatabase,
   type TestRedis,
@@ -20,6 +23,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 let database: TestDatabase;
 let redis: TestRedis;
 let sink: SmtpSink;
+let traces: OtlpSink;
 let baseUrl: string;
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
@@ -35,7 +39,8 @@ async function freePort(): Promise<number> {
 }
 
 function start(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [script], {
+  // Started as the package scripts and the image start them: telemetry first.
+  const child = spawn(process.execPath, ['--import', './packages/telemetry/src/register.ts', script], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -60,7 +65,7 @@ async function call(method: string, path: string, payload?: unknown, accessToken
 }
 
 beforeAll(async () => {
-  [database, sink] = await Promise.all([createTestDatabase(), startSmtpSink()]);
+  [database, sink, traces] = await Promise.all([createTestDatabase(), startSmtpSink(), startOtlpSink()]);
   redis = createTestRedis();
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
@@ -69,6 +74,10 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
     REDIS_URL: redis.url,
     BULLMQ_PREFIX: redis.bullmqPrefix,
+    // Traces go to an OTLP receiver in this test, exported quickly.
+    OTEL_EXPORTER_OTLP_ENDPOINT: traces.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
   };
   start('services/auth-gateway/src/server.ts', {
     ...shared,
@@ -87,6 +96,7 @@ beforeAll(async () => {
     ...shared,
     SMTP_URL: sink.url,
     MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+    MAILER_METRICS_PORT: '0',
   });
 
   for (let i = 0; i < 100; i++) {
@@ -102,7 +112,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const child of processes) if (child.exitCode === null) child.kill('SIGKILL');
-  await Promise.all([sink?.close(), database?.drop(), redis?.flush()]);
+  await Promise.all([sink?.close(), traces?.close(), database?.drop(), redis?.flush()]);
 });
 
 /** Requests a code and reads it from the email, as a person would. */
@@ -169,6 +179,32 @@ describe('the whole sign-in flow, end to end', () => {
     // Request and job ids are UUIDs: a 4-digit group of one is not the code.
     for (const { code } of [laptop, phone])
       expect(output).not.toMatch(new RegExp(`(^|[^0-9a-f-])${code}([^0-9a-f-]|$)`));
+  });
+
+  it('follows one code from the request through the queue and the mailer to SMTP in one trace', async () => {
+    const email = 'traced@example.com';
+    const { code, accessToken, refreshToken } = await signInByEmail(email);
+
+    const request = await traces.waitFor(
+      (span) => span.name === 'POST /api/v1/auth/send-otp-email' && span.service === 'tessera-auth-gateway',
+    );
+    const trace = (name: string) =>
+      traces.waitFor((span) => span.traceId === request.traceId && span.name === name);
+    const smtp = await trace('smtp send');
+    expect(smtp.service).toBe('tessera-mailer');
+    // smtp send ← the mailer's job span ← the gateway's enqueue span ← … ← the HTTP request span.
+    const byId = (id: string | undefined) => traces.spans.find((span) => span.spanId === id);
+    const ancestry: ReceivedSpan[] = [];
+    for (let span = byId(smtp.parentSpanId); span; span = byId(span.parentSpanId)) ancestry.push(span);
+    expect(ancestry.map((span) => span.service)).toContain('tessera-mailer');
+    expect(ancestry.find((span) => span.service === 'tessera-auth-gateway')?.name).toBe('add email.send-otp');
+    expect(ancestry.at(-1)?.spanId).toBe(request.spanId);
+    expect(request.attributes['http.route']).toBe('/api/v1/auth/send-otp-email');
+
+    // No span holds the code, a token or the address.
+    const exported = JSON.stringify(traces.spans);
+    for (const secret of [email, accessToken, refreshToken]) expect(exported).not.toContain(secret);
+    expect(exported).not.toMatch(new RegExp(`(^|[^0-9a-f-])${code}([^0-9a-f-]|$)`));
   });
 
   it('both processes stop gracefully on SIGTERM', async () => {

@@ -19,8 +19,13 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
+export interface SmtpSinkOptions {
+  /** Answers each message only after this long, so that deliveries stay in flight for a while. */
+  delayMs?: number;
+}
+
 /** A real SMTP server on a free loopback port that keeps what it receives, parsed. */
-export async function startSmtpSink(): Promise<SmtpSink> {
+export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   let failures: { count: number; code: number } = { count: 0, code: 451 };
@@ -32,7 +37,8 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
+      stream.on('end', () => setTimeout(answer, delayMs));
+      const answer = () => {
         if (failures.count > 0) {
           failures = { ...failures, count: failures.count - 1 };
           const error = Object.assign(new Error('Try again later'), { responseCode: failures.code });
@@ -52,7 +58,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
           },
           (error: Error) => callback(error),
         );
-      });
+      };
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

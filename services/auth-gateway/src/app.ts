@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { traceFields } from '@tessera/telemetry';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { type Clock, systemClock } from './clock.ts';
@@ -17,6 +18,7 @@ import errorHandler, { clientErrorHandler, frameworkErrors } from './plugins/err
 import httpSecurity from './plugins/http-security.ts';
 import jsonBody from './plugins/json-body.ts';
 import mailQueue from './plugins/mail-queue.ts';
+import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
 import { validatorCompiler } from './plugins/validation.ts';
@@ -55,6 +57,7 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
   await app.register(configPlugin, { config, clock });
   await app.register(errorHandler);
   await app.register(httpSecurity);
+  await app.register(metrics);
   await app.register(jsonBody);
   await app.register(db);
   await app.register(redis);
@@ -84,6 +87,8 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
 function loggerOptions(config: GatewayConfig, stream?: DestinationStream): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    // trace_id and span_id of the active span on every line written inside a request or job.
+    mixin: traceFields,
     // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
     // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
     redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command'],

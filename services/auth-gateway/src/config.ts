@@ -17,6 +17,9 @@ const ConfigSchema = Type.Object({
   /** Prefix of every key the gateway writes to Redis (codes, sessions). */
   REDIS_KEY_PREFIX: Type.String({ default: 'tessera:' }),
   BULLMQ_PREFIX: Type.String({ default: 'bull' }),
+  /** Retry policy of a code email, fixed when the job is queued: attempts, and the first backoff (doubling). */
+  MAIL_RETRY_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: 5 }),
+  MAIL_RETRY_BACKOFF_MS: Type.Integer({ minimum: 0, default: 1000 }),
 
   JWT_ISSUER: Type.String({ default: 'tessera' }),
   JWT_AUDIENCE: Type.String({ default: 'tessera' }),
@@ -94,7 +97,8 @@ function parseOrigins(value: string): string[] {
     .map((part) => part.trim())
     .filter(Boolean);
   for (const origin of origins) {
-    if (!/^https?:\/\/[^/*\s]+$/.test(origin))
+    // Exactly as a browser sends it in Origin: scheme and host, lower case, no default port, no path.
+    if (!/^https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin)
       throw new ConfigError(
         `Invalid configuration: CORS_ORIGINS must list exact origins like https://app.example.com (got "${origin}")`,
       );

@@ -671,6 +671,13 @@ function checkAnswer(method: string, target: string, answer: Answer) {
     return;
   }
 
+  if (answer.status === 200 && /^text\/plain/.test(String(answer.headers['content-type']))) {
+    // Prometheus metrics: text, not enveloped.
+    expect(target.split('?')[0], where).toBe('/metrics');
+    expect(answer.body, where).toContain('# HELP');
+    return;
+  }
+
   let json: Record<string, unknown>;
   try {
     json = JSON.parse(answer.body);

@@ -57,6 +57,8 @@ describe('POST /api/v1/auth/send-otp-email', () => {
     expect(job?.id).toMatch(/^otp-[0-9a-f-]{36}$/);
     expect(job?.data.code).toBe(data.code);
     expect(Date.parse(job?.data.expiresAt ?? '') - Date.now()).toBeGreaterThan(290_000);
+    // Retried as configured: MAIL_RETRY_ATTEMPTS (5) with exponential backoff from MAIL_RETRY_BACKOFF_MS.
+    expect(job?.opts).toMatchObject({ attempts: 5, backoff: { type: 'exponential', delay: 1000 } });
 
     const stored = await redisEntries();
     expect(stored).not.toContain('carol@example.com');

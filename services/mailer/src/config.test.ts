@@ -41,6 +41,29 @@ describe('loadConfig', () => {
     );
   });
 
+  it('names an operations knob out of range', () => {
+    expect(startupError({ MAILER_RATE_LIMIT: '-1' })).toMatch(/^Invalid configuration: MAILER_RATE_LIMIT /);
+    expect(startupError({ MAILER_SHUTDOWN_TIMEOUT: '0' })).toMatch(
+      /^Invalid configuration: MAILER_SHUTDOWN_TIMEOUT /,
+    );
+    expect(startupError({ MAILER_METRICS_PORT: '70000' })).toMatch(
+      /^Invalid configuration: MAILER_METRICS_PORT /,
+    );
+  });
+
+  it('has operations defaults: metrics on 0.0.0.0:9464, no rate limit, 30 s to finish jobs on SIGTERM', () => {
+    expect(loadConfig({})).toMatchObject({
+      MAILER_METRICS_HOST: '0.0.0.0',
+      MAILER_METRICS_PORT: 9464,
+      MAILER_RATE_LIMIT: 0,
+      MAILER_SHUTDOWN_TIMEOUT: 30,
+    });
+    expect(loadConfig({ MAILER_RATE_LIMIT: '50', MAILER_METRICS_PORT: '0' })).toMatchObject({
+      MAILER_RATE_LIMIT: 50,
+      MAILER_METRICS_PORT: 0,
+    });
+  });
+
   it('starts in development with no mail server, writing to the outbox', () => {
     const config = loadConfig({ MAILER_CONCURRENCY: '10' });
     expect(config).toMatchObject({ APP_ENV: 'development', MAILER_CONCURRENCY: 10, BULLMQ_PREFIX: 'bull' });

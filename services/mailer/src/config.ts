@@ -14,6 +14,13 @@ const ConfigSchema = Type.Object({
   MAIL_OUTBOX_DIR: Type.String({ default: path.join(os.homedir(), '.cache', 'tessera', 'outbox') }),
   /** Jobs one mailer process works on at once. */
   MAILER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+  /** Most emails sent per second by all mailer processes together (BullMQ's limiter is global); 0: no limit. */
+  MAILER_RATE_LIMIT: Type.Integer({ minimum: 0, maximum: 100_000, default: 0 }),
+  /** Seconds SIGTERM waits for active jobs to finish before the process gives up and exits 1. */
+  MAILER_SHUTDOWN_TIMEOUT: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
+  /** Port of `/metrics` and `/health/*`; 0 picks a free one. */
+  MAILER_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65_535, default: 9464 }),
+  MAILER_METRICS_HOST: Type.String({ default: '0.0.0.0' }),
 });
 
 export type MailerConfig = Readonly<Static<typeof ConfigSchema>>;
@@ -24,4 +31,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   // Checked on the raw environment: MAIL_FROM has a default that production must not rely on.
   requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM']]);
   return config;
+}
+
+const QueueConfigSchema = Type.Pick(ConfigSchema, ['REDIS_URL', 'BULLMQ_PREFIX']);
+export type QueueConfig = Readonly<Static<typeof QueueConfigSchema>>;
+
+/** Just where the queue is, for the operator commands: they need no SMTP settings, even in production. */
+export function loadQueueConfig(env: NodeJS.ProcessEnv = process.env): QueueConfig {
+  return readEnv(QueueConfigSchema, env);
 }

@@ -1,9 +1,12 @@
 import { EMAIL_QUEUE, REDACTED_CODE, SEND_OTP_JOB, SendOtpJobData } from '@tessera/contracts';
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { bullmqTelemetry } from '@tessera/telemetry';
+import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
 import type { MailerConfig } from './config.ts';
+import { maskEmail } from './mask.ts';
+import { emails, observeQueueJobs } from './metrics.ts';
 import { type SendOtpResult, sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';
 
@@ -12,12 +15,6 @@ export interface MailWorkerOptions {
   transport: MailTransport;
   logger: Logger;
   now?: () => Date;
-}
-
-/** `a***@example.com`: enough to tell jobs apart in logs, not enough to harvest addresses. */
-export function maskEmail(email: string): string {
-  const at = email.lastIndexOf('@');
-  return at < 1 ? '***' : `${email[0]}***${email.slice(at)}`;
 }
 
 /** Whether a failed attempt was the job's last, given the attempts counted so far (this one included). */
@@ -37,6 +34,7 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
         if (!Value.Check(SendOtpJobData, job.data))
           throw new UnrecoverableError('Malformed send-otp job data');
         const result = await sendOtp(job.data, transport, now());
+        emails.add(1, { outcome: 'sent' in result ? 'sent' : 'skipped_expired' });
         logger.info({ jobId: job.id, to: maskEmail(job.data.to), ...result }, 'send-otp done');
         return result;
       } catch (error) {
@@ -47,12 +45,21 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
         throw error;
       }
     },
-    { connection, prefix: config.BULLMQ_PREFIX, concurrency: config.MAILER_CONCURRENCY },
+    {
+      connection,
+      prefix: config.BULLMQ_PREFIX,
+      concurrency: config.MAILER_CONCURRENCY,
+      // BullMQ keeps the limiter in Redis: the maximum holds for all mailer processes together.
+      ...(config.MAILER_RATE_LIMIT > 0 && { limiter: { max: config.MAILER_RATE_LIMIT, duration: 1000 } }),
+      // A job's span continues the trace of the request that queued it.
+      telemetry: bullmqTelemetry(),
+    },
   );
 
   worker.on('failed', (job: Job<SendOtpJobData> | undefined, error: Error) => {
     if (!job) return;
     const final = isLastAttempt(job, error, job.attemptsMade);
+    emails.add(1, { outcome: final ? 'failed' : 'retried' });
     logger.warn(
       { jobId: job.id, attempt: job.attemptsMade, final, reason: error.message },
       'send-otp failed',
@@ -60,12 +67,28 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
   });
   worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
 
+  // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of
+  // queueing commands as the worker's does.
+  const probe = new Redis(config.REDIS_URL, { enableOfflineQueue: false });
+  const queue = new Queue(EMAIL_QUEUE, { connection: probe, prefix: config.BULLMQ_PREFIX });
+  // The worker already reports Redis errors.
+  queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
+  const stopObserving = observeQueueJobs(queue);
+
   return {
     worker,
+    /** Resolves when Redis answers PING. */
+    ping: async (): Promise<void> => {
+      await probe.ping();
+    },
     async close() {
       await worker.close();
-      if (connection.status === 'ready') await connection.quit();
-      else connection.disconnect();
+      stopObserving();
+      await queue.close();
+      for (const client of [connection, probe]) {
+        if (client.status === 'ready') await client.quit();
+        else client.disconnect();
+      }
     },
   };
 }

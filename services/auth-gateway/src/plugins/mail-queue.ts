@@ -5,6 +5,7 @@ import {
   type SendOtpJobData,
   sendOtpJobId,
 } from '@tessera/contracts';
+import { bullmqTelemetry } from '@tessera/telemetry';
 import { Queue } from 'bullmq';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
@@ -25,11 +26,21 @@ export default fp(
     const connection = new Redis(app.config.REDIS_URL, { enableOfflineQueue: false, lazyConnect: true });
     connection.on('error', (err) => app.log.warn({ err }, 'mail queue Redis connection error'));
     await connection.connect();
-    const queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection, prefix: app.config.BULLMQ_PREFIX });
+    const queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+      connection,
+      prefix: app.config.BULLMQ_PREFIX,
+      // The job carries the request's trace context, so the mailer's spans join its trace.
+      telemetry: bullmqTelemetry(),
+    });
     queue.on('error', (err) => app.log.warn({ err }, 'mail queue error'));
 
     app.decorate('enqueueOtpEmail', async (codeId: string, data: SendOtpJobData) => {
-      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId: sendOtpJobId(codeId) });
+      await queue.add(SEND_OTP_JOB, data, {
+        ...SEND_OTP_JOB_OPTIONS,
+        attempts: app.config.MAIL_RETRY_ATTEMPTS,
+        backoff: { type: 'exponential', delay: app.config.MAIL_RETRY_BACKOFF_MS },
+        jobId: sendOtpJobId(codeId),
+      });
     });
     app.addHook('onClose', async () => {
       await queue.close();

@@ -3,7 +3,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
-import { type ClientInfo, recordSecurityEvent } from '../security-events/security-events.ts';
+import { refreshes, sessionsEnded } from '../../metrics.ts';
+import {
+  type ClientInfo,
+  recordSecurityEvent,
+  recordSecurityEventSafely,
+  type SecurityEvent,
+} from '../security-events/security-events.ts';
 import {
   generateRefreshToken,
   hashRefreshToken,
@@ -35,11 +41,20 @@ export interface SessionsServiceOptions {
 export type SessionsService = ReturnType<typeof createSessionsService>;
 
 const seconds = (n: number) => n * 1000;
+const REFRESH_RESULTS = {
+  rotated: 'ok',
+  again: 'grace',
+  reused: 'reuse',
+  invalid: 'invalid',
+  ended: 'invalid',
+};
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Sessions and their tokens: sign-in starts one, refresh rotates its token, revoke and logout end it. */
 export function createSessionsService(options: SessionsServiceOptions) {
   const { db, activeSessions, tokens, clock, log } = options;
+  // What ends a session is done first; its record must not undo it.
+  const record = (event: SecurityEvent) => recordSecurityEventSafely(db, log, event);
 
   function tokenPair(claims: AccessClaims, refreshToken: string, issuedAt: Date): TokenPair {
     return {
@@ -89,15 +104,12 @@ export function createSessionsService(options: SessionsServiceOptions) {
             return { kind: 'again', pair: tokenPair(claims, successor, token.rotatedAt) } as const;
           }
           await repository.endSession(trx, token.sessionId, now, 'refresh_token_reuse');
-          await recordSecurityEvent(trx, {
-            type: 'refresh_reuse',
-            userId: token.userId,
+          return {
+            kind: 'reused',
             sessionId: token.sessionId,
-            client,
-            details: { rotatedAt: token.rotatedAt.toISOString() },
-            at: now,
-          });
-          return { kind: 'reused', sessionId: token.sessionId, userId: token.userId } as const;
+            userId: token.userId,
+            rotatedAt: token.rotatedAt,
+          } as const;
         }
         const successor = generateRefreshToken();
         const expiresAt = new Date(now.getTime() + seconds(options.refreshTokenTtl));
@@ -120,6 +132,8 @@ export function createSessionsService(options: SessionsServiceOptions) {
         return { kind: 'rotated', pair: tokenPair(claims, successor, now) } as const;
       });
 
+      refreshes.add(1, { result: REFRESH_RESULTS[outcome.kind] });
+      if (outcome.kind === 'reused') sessionsEnded.add(1, { reason: 'refresh_token_reuse' });
       switch (outcome.kind) {
         case 'invalid':
           throw new AppError(401, 'REFRESH_TOKEN_INVALID', ['Refresh token is invalid, expired or revoked']);
@@ -133,6 +147,14 @@ export function createSessionsService(options: SessionsServiceOptions) {
             'refresh token reuse detected: session ended',
           );
           await activeSessions.remove([outcome.sessionId]);
+          await record({
+            type: 'refresh_reuse',
+            userId: outcome.userId,
+            sessionId: outcome.sessionId,
+            client,
+            details: { rotatedAt: outcome.rotatedAt.toISOString() },
+            at: now,
+          });
           throw new AppError(401, 'REFRESH_TOKEN_REUSED', [
             'Refresh token was already used; the session has ended',
           ]);
@@ -155,19 +177,14 @@ export function createSessionsService(options: SessionsServiceOptions) {
         throw new AppError(403, 'REFRESH_TOKEN_FOREIGN', ['The refresh token belongs to another user']);
       }
       const usable = !token.sessionEndedAt && !token.rotatedAt && token.expiresAt > now;
-      const ended =
-        usable &&
-        (await db.transaction().execute(async (trx) => {
-          const done = await repository.endSession(trx, token.sessionId, now, 'revoked');
-          if (done) {
-            const event = { userId, sessionId: token.sessionId, client, at: now };
-            await recordSecurityEvent(trx, { type: 'revoke', ...event, details: { via: 'refresh_token' } });
-          }
-          return done;
-        }));
+      const ended = usable && (await repository.endSession(db, token.sessionId, now, 'revoked'));
       // Also when it had ended before: a retry after a failed Redis delete must still revoke.
       if (ended || token.sessionEndedAt) await activeSessions.remove([token.sessionId]);
-      if (!ended) {
+      if (ended) {
+        sessionsEnded.add(1, { reason: 'revoked' });
+        const event = { userId, sessionId: token.sessionId, client, at: now };
+        await record({ type: 'revoke', ...event, details: { via: 'refresh_token' } });
+      } else {
         throw new AppError(409, 'REFRESH_TOKEN_NOT_ACTIVE', [
           'The refresh token is already revoked, rotated or expired',
         ]);
@@ -178,14 +195,11 @@ export function createSessionsService(options: SessionsServiceOptions) {
     /** Ends every session of the user. */
     async logout(userId: string, client: ClientInfo): Promise<{ revokedSessions: number }> {
       const now = clock.now();
-      const ended = await db.transaction().execute(async (trx) => {
-        const sessionIds = await repository.endUserSessions(trx, userId, now, 'logout');
-        const details = { revokedSessions: sessionIds.length };
-        await recordSecurityEvent(trx, { type: 'logout', userId, client, details, at: now });
-        return sessionIds;
-      });
+      const ended = await repository.endUserSessions(db, userId, now, 'logout');
       // Every unexpired session's key, not only those ended now: a retry repairs a failed delete.
       await activeSessions.remove(await repository.unexpiredSessionIds(db, userId, now));
+      sessionsEnded.add(ended.length, { reason: 'logout' });
+      await record({ type: 'logout', userId, client, details: { revokedSessions: ended.length }, at: now });
       return { revokedSessions: ended.length };
     },
 
@@ -201,18 +215,11 @@ export function createSessionsService(options: SessionsServiceOptions) {
         : undefined;
       if (!session) throw new AppError(404, 'SESSION_NOT_FOUND', ['Unknown session']);
       const open = !session.endedAt && session.expiresAt > now;
-      const ended =
-        open &&
-        (await db.transaction().execute(async (trx) => {
-          const done = await repository.endSession(trx, sessionId, now, 'signed_out');
-          if (done) {
-            const event = { userId, sessionId, client, at: now };
-            await recordSecurityEvent(trx, { type: 'revoke', ...event, details: { via: 'session_id' } });
-          }
-          return done;
-        }));
+      const ended = open && (await repository.endSession(db, sessionId, now, 'signed_out'));
       await activeSessions.remove([sessionId]);
       if (!ended) throw new AppError(409, 'SESSION_ENDED', ['The session has already ended']);
+      sessionsEnded.add(1, { reason: 'signed_out' });
+      await record({ type: 'revoke', userId, sessionId, client, details: { via: 'session_id' }, at: now });
       return { _id: sessionId, revokedAt: now.toISOString() };
     },
 

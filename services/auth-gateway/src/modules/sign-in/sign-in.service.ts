@@ -4,11 +4,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
+import { codesSent, verifications } from '../../metrics.ts';
 import type { EnqueueOtpEmail } from '../../plugins/mail-queue.ts';
 import type { Refusal } from '../limits/sliding-window.ts';
 import {
   type ClientInfo,
-  recordSecurityEvent,
+  recordSecurityEventSafely,
   type SecurityEvent,
 } from '../security-events/security-events.ts';
 import type { SessionsService } from '../sessions/sessions.service.ts';
@@ -52,14 +53,9 @@ const REFUSALS: Record<string, string> = {
 export function createSignInService(options: SignInServiceOptions) {
   const { db, otp, sessions, clock, log } = options;
 
-  /** The security log must not turn a refusal into an error: a failed write is logged, not thrown. */
-  async function record(event: Omit<SecurityEvent, 'at'>) {
-    try {
-      await recordSecurityEvent(db, { ...event, at: clock.now() });
-    } catch (err) {
-      log.error({ err, event: event.type }, 'could not record a security event');
-    }
-  }
+  // A refusal or a lock-out stands even when its record cannot be written.
+  const record = (event: Omit<SecurityEvent, 'at'>) =>
+    recordSecurityEventSafely(db, log, { ...event, at: clock.now() });
 
   /** 429 with the true wait; the first refusal of a full window is a security event. */
   async function refuse(limit: string, refusal: Refusal, email: string, client: ClientInfo): Promise<never> {
@@ -84,6 +80,7 @@ export function createSignInService(options: SignInServiceOptions) {
       const refusal = await otp.issue(email, code, client.ipAddress);
       if (refusal) return refuse('send', refusal, email, client);
       await options.enqueueOtpEmail(randomUUID(), { to: email, code, expiresAt: expiresAt.toISOString() });
+      codesSent.add(1);
       return {
         email,
         expiresIn: options.otpTtl,
@@ -95,6 +92,7 @@ export function createSignInService(options: SignInServiceOptions) {
     /** Checks the code; the first success for an email creates its user; every success starts a session. */
     async verifyCode(email: string, code: string, client: ClientInfo) {
       const outcome = await otp.verify(email, code, client.ipAddress);
+      verifications.add(1, { result: outcome.result === 'missing' ? 'expired' : outcome.result });
       switch (outcome.result) {
         case 'limited':
           return refuse('verify', outcome.refusal, email, client);
@@ -105,7 +103,13 @@ export function createSignInService(options: SignInServiceOptions) {
         case 'wrong':
           for (const scope of outcome.lockedOut) {
             log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
-            await record({ type: 'lockout', email, client, details: { scope } });
+            // An IP's lock-out is not the guessed email's account's business.
+            await record({
+              type: 'lockout',
+              ...(scope === 'ip' ? {} : { email }),
+              client,
+              details: { scope },
+            });
           }
           throw new AppError(400, 'OTP_INVALID', [
             'Invalid code',

@@ -1,0 +1,15 @@
+import { meter } from '@tessera/telemetry';
+
+/** What the gateway counts, beyond request durations (plugins/metrics.ts). */
+export const codesSent = meter.createCounter('tessera.codes.sent', {
+  description: 'One-time codes issued and queued for email',
+});
+export const verifications = meter.createCounter('tessera.verifications', {
+  description: 'Code verifications by result: ok, wrong, locked, expired (no active code) or limited',
+});
+export const refreshes = meter.createCounter('tessera.refreshes', {
+  description: 'Refresh-token presentations by result: ok, grace, reuse or invalid',
+});
+export const sessionsEnded = meter.createCounter('tessera.sessions.ended', {
+  description: 'Sessions ended, by reason: revoked, logout, signed_out or refresh_token_reuse',
+});

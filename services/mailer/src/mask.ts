@@ -1,0 +1,25 @@
+/** `a***@example.com`: enough to tell jobs apart in logs, not enough to harvest addresses. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return at < 1 ? '***' : `${email[0]}***${email.slice(at)}`;
+}
+
+const ADDRESS = /[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+/g;
+
+/** Masks every address in a text, such as an SMTP reply (`550 <alice@example.com>: no such user`). */
+export function maskAddresses(text: string): string {
+  return text.replace(ADDRESS, maskEmail);
+}
+
+/**
+ * Masks the addresses in what is kept of a delivery error: its message and stack (logged, stored by
+ * BullMQ as the job's failure, recorded on spans) and the SMTP reply. Other properties are kept.
+ */
+export function maskAddressesInError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  error.message = maskAddresses(error.message);
+  if (error.stack) error.stack = maskAddresses(error.stack);
+  const smtp = error as Error & { response?: unknown };
+  if (typeof smtp.response === 'string') smtp.response = maskAddresses(smtp.response);
+  return error;
+}

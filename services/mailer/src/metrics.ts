@@ -1,0 +1,32 @@
+import type { ObservableResult } from '@opentelemetry/api';
+import { meter } from '@tessera/telemetry';
+import type { Queue } from 'bullmq';
+import { withTimeout } from './with-timeout.ts';
+
+const OUTCOMES = ['sent', 'failed', 'retried', 'skipped_expired'] as const;
+
+/** `tessera_emails_total{outcome}` in Prometheus. */
+export const emails = meter.createCounter<{ outcome: (typeof OUTCOMES)[number] }>('tessera.emails', {
+  description:
+    'Code emails by outcome: sent, failed (no attempt left), retried (a failed attempt that will be retried) or skipped_expired',
+});
+// Every series from the start, so that rate() and alerts see the first email too.
+for (const outcome of OUTCOMES) emails.add(0, { outcome });
+
+/** `tessera_email_queue_jobs{state}`: read from Redis at each scrape, so it is the whole queue's. */
+const queueJobs = meter.createObservableGauge('tessera.email.queue.jobs', {
+  description: 'Jobs in the email queue by state: waiting, active, delayed or failed',
+});
+
+const STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+const SAMPLE_TIMEOUT_MS = 3000;
+
+/** Reports the queue's job counts at every scrape until the returned function is called. */
+export function observeQueueJobs(queue: Queue): () => void {
+  const sample = async (result: ObservableResult) => {
+    const counts = await withTimeout(queue.getJobCounts(...STATES), SAMPLE_TIMEOUT_MS, 'queue sampling');
+    for (const state of STATES) result.observe(counts[state] ?? 0, { state });
+  };
+  queueJobs.addCallback(sample);
+  return () => queueJobs.removeCallback(sample);
+}

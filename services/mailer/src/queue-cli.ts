@@ -1,0 +1,113 @@
+import { parseArgs } from 'node:util';
+import { ConfigError } from '@tessera/config';
+import { EMAIL_QUEUE, type SendOtpJobData } from '@tessera/contracts';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { loadQueueConfig } from './config.ts';
+import { type QueueStatus, queueStatus, type RetryReport, retryFailed } from './queue-admin.ts';
+
+const USAGE = `usage: queue-cli.ts status [--json]
+       queue-cli.ts retry-failed [--id <jobId>] [--json]
+Reads REDIS_URL and BULLMQ_PREFIX.`;
+
+/**
+ * Operator commands on the email queue (package scripts `queue:status`, `queue:retry-failed`).
+ * Exit code 0 when done, 1 when Redis fails (one line on stderr), 2 on a usage error.
+ */
+export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { command, json, id } = args;
+
+  let redis: Redis | undefined;
+  let queue: Queue<SendOtpJobData> | undefined;
+  try {
+    const config = loadQueueConfig(env);
+    // One try, no reconnecting: an operator wants an answer, not a hang.
+    redis = new Redis(config.REDIS_URL, {
+      lazyConnect: true,
+      connectTimeout: 5000,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
+    let cause: Error | undefined;
+    redis.on('error', (error: Error) => {
+      cause = error;
+    });
+    await redis.connect().catch((error: Error) => {
+      throw new Error(`cannot reach Redis at ${where(config.REDIS_URL)}: ${(cause ?? error).message}`);
+    });
+    queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection: redis, prefix: config.BULLMQ_PREFIX });
+    queue.on('error', () => {}); // every failure also rejects the command that met it, reported below
+    const now = new Date();
+    if (command === 'status') {
+      const status = await queueStatus(queue, now);
+      console.log(json ? JSON.stringify(status, null, 2) : formatStatus(status, config.BULLMQ_PREFIX));
+    } else {
+      const report = await retryFailed(queue, now, id);
+      console.log(json ? JSON.stringify(report, null, 2) : formatRetry(report));
+    }
+    return 0;
+  } catch (error) {
+    const message = error instanceof ConfigError ? error.message : (error as Error).message;
+    console.error(`queue ${command}: ${message.split('\n')[0]}`);
+    return 1;
+  } finally {
+    await queue?.close().catch(() => {});
+    if (redis?.status !== 'end') redis?.disconnect();
+  }
+}
+
+function parse(argv: string[]) {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: 'boolean', default: false }, id: { type: 'string' } },
+  });
+  const [command, ...extra] = positionals;
+  if ((command !== 'status' && command !== 'retry-failed') || extra.length > 0)
+    throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
+  if (command === 'status' && values.id !== undefined) throw new Error('--id is for retry-failed');
+  return { command, json: values.json, id: values.id };
+}
+
+/** `host:port` of a Redis URL, never its password. */
+function where(url: string): string {
+  try {
+    const { hostname, port } = new URL(url);
+    return `${hostname}:${port || 6379}`;
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
+function formatStatus({ counts, oldestWaitingSeconds, lastFailures }: QueueStatus, prefix: string): string {
+  const lines = [`queue ${EMAIL_QUEUE} (prefix ${prefix})`];
+  for (const [state, count] of Object.entries(counts)) lines.push(`  ${state.padEnd(10)} ${count}`);
+  lines.push(
+    `oldest waiting job: ${oldestWaitingSeconds === null ? 'none waiting' : `${oldestWaitingSeconds} s`}`,
+  );
+  lines.push(lastFailures.length === 0 ? 'no failures' : `last ${lastFailures.length} failures:`);
+  for (const failure of lastFailures) {
+    const reason = failure.failedReason.replaceAll(/\s+/g, ' ');
+    lines.push(
+      `  ${failure.id}  attempts ${failure.attemptsMade}  ${failure.finishedAt ?? '-'}  ${failure.to}  ${reason}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function formatRetry({ retried, skippedExpired, skippedRedacted }: RetryReport): string {
+  return [
+    `retried: ${retried}`,
+    `skipped, code expired: ${skippedExpired}`,
+    `skipped, code redacted: ${skippedRedacted}`,
+  ].join('\n');
+}
+
+if (import.meta.main) process.exitCode = await runQueueCli(process.argv.slice(2));

@@ -1,0 +1,170 @@
+import {
+  EMAIL_QUEUE,
+  SEND_OTP_JOB,
+  SEND_OTP_JOB_OPTIONS,
+  type SendOtpJobData,
+  sendOtpJobId,
+} from '@tessera/contracts';
+import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { type OperationsServer, startOperationsServer } from '../src/operations-server.ts';
+import { createTransport, type MailTransport } from '../src/transport.ts';
+import { createMailWorker } from '../src/worker.ts';
+
+// The operations server as main.ts wires it, in-process: a real worker, Redis and SMTP server.
+let redis: TestRedis;
+let sink: SmtpSink;
+let transport: MailTransport;
+let mailWorker: ReturnType<typeof createMailWorker>;
+let operations: OperationsServer;
+let queue: Queue<SendOtpJobData>;
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  sink = await startSmtpSink();
+  const config = loadConfig({
+    APP_ENV: 'test',
+    REDIS_URL: redis.url,
+    BULLMQ_PREFIX: redis.bullmqPrefix,
+    SMTP_URL: sink.url,
+    MAILER_METRICS_PORT: '0',
+    MAILER_METRICS_HOST: '127.0.0.1',
+  });
+  transport = createTransport(config);
+  mailWorker = createMailWorker({ config, transport, logger: pino({ level: 'silent' }) });
+  operations = await startOperationsServer({
+    host: config.MAILER_METRICS_HOST,
+    port: config.MAILER_METRICS_PORT,
+    checks: { redis: mailWorker.ping, smtp: transport.verify },
+  });
+  queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+    connection: { url: redis.url },
+    prefix: redis.bullmqPrefix,
+  });
+});
+
+afterAll(async () => {
+  await operations?.close();
+  await mailWorker?.close();
+  transport?.close();
+  await queue?.close();
+  await sink?.close();
+  await redis?.flush();
+});
+
+async function get(path: string, base = operations.url) {
+  const response = await fetch(`${base}${path}`);
+  return { status: response.status, type: response.headers.get('content-type'), body: await response.text() };
+}
+
+describe('GET /metrics', () => {
+  it('counts a sent email and reports the queue by state, in Prometheus text', async () => {
+    const delivered = sink.waitFor((mail) => mail.to.includes('ivan@example.com'));
+    await queue.add(
+      SEND_OTP_JOB,
+      { to: 'ivan@example.com', code: '4826', expiresAt: new Date(Date.now() + 300_000).toISOString() },
+      { ...SEND_OTP_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
+    );
+    await delivered;
+    // The counter is added to right after the send; the worker may not have got there yet.
+    let metrics = await get('/metrics');
+    for (let i = 0; i < 50 && !metrics.body.includes('tessera_emails_total{outcome="sent"} 1'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      metrics = await get('/metrics');
+    }
+
+    expect(metrics.status).toBe(200);
+    expect(metrics.type).toContain('text/plain');
+    expect(metrics.body).toContain('# TYPE tessera_emails_total counter');
+    expect(metrics.body).toMatch(/^tessera_emails_total\{outcome="sent"\} 1$/m);
+    expect(metrics.body).toMatch(/^tessera_emails_total\{outcome="failed"\} 0$/m);
+    expect(metrics.body).toContain('# TYPE tessera_email_queue_jobs gauge');
+    for (const state of ['waiting', 'active', 'delayed', 'failed'])
+      expect(metrics.body).toMatch(new RegExp(`^tessera_email_queue_jobs\\{state="${state}"\\} 0$`, 'm'));
+    expect(metrics.body).not.toContain('4826');
+    expect(metrics.body).not.toContain('ivan@');
+  });
+
+  it('samples the queue at each scrape', async () => {
+    await mailWorker.worker.pause();
+    try {
+      const data = {
+        to: 'judy@example.com',
+        code: '5937',
+        expiresAt: new Date(Date.now() + 300_000).toISOString(),
+      };
+      await queue.add(SEND_OTP_JOB, data, {
+        ...SEND_OTP_JOB_OPTIONS,
+        jobId: sendOtpJobId('00000000-0000-4000-8000-000000000002'),
+      });
+      expect((await get('/metrics')).body).toMatch(/^tessera_email_queue_jobs\{state="waiting"\} 1$/m);
+    } finally {
+      await mailWorker.worker.resume();
+    }
+  });
+});
+
+describe('health', () => {
+  it('is live, and ready while Redis and the SMTP server answer', async () => {
+    const live = await get('/health/live');
+    expect(live).toMatchObject({ status: 200, type: 'application/json; charset=utf-8' });
+    expect(JSON.parse(live.body)).toMatchObject({ isSuccess: true, statusCode: 200, data: { status: 'ok' } });
+
+    const ready = await get('/health/ready');
+    expect(ready).toMatchObject({ status: 200, type: 'application/json; charset=utf-8' });
+    expect(JSON.parse(ready.body)).toEqual({
+      isSuccess: true,
+      statusCode: 200,
+      data: { redis: 'up', smtp: 'up' },
+      errors: [],
+      timestamp: expect.any(String),
+    });
+  });
+
+  it('answers unknown paths with an enveloped 404', async () => {
+    const missing = await get('/nope');
+    expect(missing).toMatchObject({ status: 404, type: 'application/json; charset=utf-8' });
+    expect(JSON.parse(missing.body)).toMatchObject({ isSuccess: false, statusCode: 404, data: null });
+  });
+
+  it('is not ready while Redis does not answer', async () => {
+    // Nothing listens on port 1.
+    const unreachable = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, lazyConnect: true });
+    const server = await startOperationsServer({
+      host: '127.0.0.1',
+      port: 0,
+      checks: { redis: () => unreachable.ping() },
+    });
+    try {
+      const ready = await get('/health/ready', server.url);
+      expect(ready).toMatchObject({ status: 503, type: 'application/json; charset=utf-8' });
+      expect(JSON.parse(ready.body)).toEqual({
+        isSuccess: false,
+        statusCode: 503,
+        data: null,
+        errors: ['redis is down'],
+        timestamp: expect.any(String),
+      });
+    } finally {
+      await server.close();
+      unreachable.disconnect();
+    }
+  });
+
+  // Last: it stops this file's SMTP server.
+  it('is not ready once the SMTP server is gone, and still live', async () => {
+    await sink.close();
+    const ready = await get('/health/ready');
+    expect(ready).toMatchObject({ status: 503, type: 'application/json; charset=utf-8' });
+    expect(JSON.parse(ready.body)).toMatchObject({
+      isSuccess: false,
+      statusCode: 503,
+      errors: ['smtp is down'],
+    });
+    expect((await get('/health/live')).status).toBe(200);
+  });
+});

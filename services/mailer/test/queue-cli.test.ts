@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import {
+  EMAIL_QUEUE,
+  REDACTED_CODE,
+  SEND_OTP_JOB,
+  type SendOtpJobData,
+  sendOtpJobId,
+} from '@tessera/contracts';
+import { createTestRedis, type TestRedis } from '@tessera/testing';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The operator commands as run by `pnpm queue:status` / `pnpm queue:retry-failed`, against a queue
+// filled here: waiting, delayed and failed jobs.
+const mailerDir = fileURLToPath(new URL('..', import.meta.url));
+
+let redis: TestRedis;
+let queue: Queue<SendOtpJobData>;
+
+/** Runs the CLI as its own process; resolves with its exit code and output. */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['src/queue-cli.ts', ...args], {
+    cwd: mailerDir,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: redis.bullmqPrefix,
+      ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk;
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk;
+  });
+  const [code] = await once(child, 'close');
+  return { code: code as number, stdout, stderr };
+}
+
+const minutesFromNow = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString();
+const jobId = (n: number) => sendOtpJobId(`00000000-0000-4000-8000-${String(n).padStart(12, '0')}`);
+/** True when `code` appears as a number of its own (not inside a longer one, like a timestamp). */
+const mentions = (text: string, code: string) => new RegExp(`(?<!\\d)${code}(?!\\d)`).test(text);
+
+const failing: Array<[number, SendOtpJobData]> = [
+  [1, { to: 'alice@example.com', code: '4826', expiresAt: minutesFromNow(5) }],
+  [2, { to: 'bob@example.com', code: '5937', expiresAt: minutesFromNow(5) }],
+  [3, { to: 'carol@example.com', code: '6148', expiresAt: minutesFromNow(-1) }],
+  [4, { to: 'dave@example.com', code: REDACTED_CODE, expiresAt: minutesFromNow(5) }],
+];
+const pending: Array<[number, SendOtpJobData]> = [
+  [5, { to: 'erin@example.com', code: '7253', expiresAt: minutesFromNow(5) }],
+  [6, { to: 'frank@example.com', code: '8364', expiresAt: minutesFromNow(5) }],
+  [7, { to: 'grace@example.com', code: '9475', expiresAt: minutesFromNow(5) }],
+];
+const codes = [...failing, ...pending].map(([, data]) => data.code).filter((code) => code !== REDACTED_CODE);
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+    connection: { url: redis.url },
+    prefix: redis.bullmqPrefix,
+  });
+  for (const [n, data] of failing)
+    await queue.add(SEND_OTP_JOB, data, { jobId: jobId(n), attempts: 1, removeOnFail: false });
+  // A worker that fails every job for good, as the mailer does on an SMTP 5xx.
+  const rejecting = new Worker(
+    EMAIL_QUEUE,
+    async () => {
+      throw new UnrecoverableError('SMTP rejected the message permanently (550)');
+    },
+    { connection: { url: redis.url }, prefix: redis.bullmqPrefix },
+  );
+  for (let i = 0; i < 200 && (await queue.getFailedCount()) < failing.length; i++)
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  await rejecting.close();
+
+  const [[first, oldest], ...rest] = pending as [[number, SendOtpJobData], ...typeof pending];
+  await queue.add(SEND_OTP_JOB, oldest, { jobId: jobId(first), timestamp: Date.now() - 90_000 });
+  for (const [n, data] of rest) await queue.add(SEND_OTP_JOB, data, { jobId: jobId(n) });
+  await queue.add(SEND_OTP_JOB, pending[0]?.[1] as SendOtpJobData, { jobId: jobId(8), delay: 600_000 });
+});
+
+afterAll(async () => {
+  await queue?.close();
+  await redis?.flush();
+});
+
+describe('queue:status', () => {
+  it('prints the counts, the oldest waiting job and the last failures, with no code or address', async () => {
+    const { code, stdout, stderr } = await cli(['status']);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(stdout).toMatch(/^ {2}waiting +3$/m);
+    expect(stdout).toMatch(/^ {2}active +0$/m);
+    expect(stdout).toMatch(/^ {2}delayed +1$/m);
+    expect(stdout).toMatch(/^ {2}failed +4$/m);
+    expect(stdout).toMatch(/^ {2}completed +0$/m);
+    expect(stdout).toMatch(/^oldest waiting job: (8\d|9\d) s$/m);
+    expect(stdout).toContain('last 4 failures:');
+    expect(stdout).toMatch(
+      /^ {2}otp-0{8}-0000-4000-8000-0{11}1 {2}attempts 1 {2}\S+Z {2}a\*\*\*@example\.com {2}SMTP rejected the message permanently \(550\)$/m,
+    );
+    for (const secret of codes) expect(mentions(stdout, secret), `code ${secret}`).toBe(false);
+    expect(stdout).not.toMatch(/\b(alice|bob|carol|dave|erin|frank|grace)@/);
+  });
+
+  it('prints the same as JSON with --json', async () => {
+    const { code, stdout } = await cli(['status', '--json']);
+    expect(code).toBe(0);
+    const status = JSON.parse(stdout);
+    expect(status.counts).toEqual({ waiting: 3, active: 0, delayed: 1, failed: 4, completed: 0 });
+    expect(status.oldestWaitingSeconds).toBeGreaterThanOrEqual(89);
+    expect(status.lastFailures).toHaveLength(4);
+    expect(status.lastFailures).toContainEqual({
+      id: jobId(3),
+      attemptsMade: 1,
+      failedReason: 'SMTP rejected the message permanently (550)',
+      finishedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      to: 'c***@example.com',
+    });
+    for (const secret of codes) expect(mentions(stdout, secret), `code ${secret}`).toBe(false);
+  });
+});
+
+describe('queue:retry-failed', () => {
+  it('retries one failed job by id', async () => {
+    const { code, stdout } = await cli(['retry-failed', '--id', jobId(1)]);
+    expect(code).toBe(0);
+    expect(stdout).toBe('retried: 1\nskipped, code expired: 0\nskipped, code redacted: 0\n');
+    expect(await queue.getJobState(jobId(1))).toBe('waiting');
+  });
+
+  it('retries the other failed jobs, refusing expired and redacted codes', async () => {
+    const { code, stdout } = await cli(['retry-failed']);
+    expect(code).toBe(0);
+    expect(stdout).toBe('retried: 1\nskipped, code expired: 1\nskipped, code redacted: 1\n');
+    expect(await queue.getJobState(jobId(2))).toBe('waiting');
+    // A retried job gets its whole retry policy again.
+    expect((await queue.getJob(jobId(2)))?.attemptsMade).toBe(0);
+    expect(await queue.getJobState(jobId(3))).toBe('failed');
+    expect(await queue.getJobState(jobId(4))).toBe('failed');
+    for (const secret of codes) expect(mentions(stdout, secret)).toBe(false);
+  });
+
+  it('says so when the job is not a failed one', async () => {
+    const { code, stdout, stderr } = await cli(['retry-failed', '--id', jobId(5)]);
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toBe(`queue retry-failed: no failed job ${jobId(5)}\n`);
+  });
+});
+
+describe('errors', () => {
+  it('exits 1 with one line when Redis does not answer', async () => {
+    const { code, stdout, stderr } = await cli(['status'], { REDIS_URL: 'redis://:hunter2@127.0.0.1:1' });
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toMatch(/^queue status: cannot reach Redis at 127\.0\.0\.1:1: .*ECONNREFUSED.*\n$/);
+    expect(stderr).not.toContain('hunter2');
+  });
+
+  it('exits 2 with the usage on an unknown command', async () => {
+    const { code, stderr } = await cli(['purge']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('usage:');
+  });
+});

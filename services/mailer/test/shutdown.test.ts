@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import {
+  EMAIL_QUEUE,
+  SEND_OTP_JOB,
+  SEND_OTP_JOB_OPTIONS,
+  type SendOtpJobData,
+  sendOtpJobId,
+} from '@tessera/contracts';
+import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+// The mailer as an operator runs it, stopped by SIGTERM in the middle of its work: the jobs it has
+// started are delivered, the others stay queued for the next mailer, and no code goes out twice.
+const mailerDir = fileURLToPath(new URL('..', import.meta.url));
+const JOBS = 20;
+const CONCURRENCY = 4;
+// Each message takes the SMTP server this long, so that deliveries are in flight when SIGTERM comes.
+const SMTP_DELAY_MS = 300;
+
+let redis: TestRedis;
+let sink: SmtpSink;
+let queue: Queue<SendOtpJobData>;
+const children: ChildProcess[] = [];
+const output: string[] = [];
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  sink = await startSmtpSink({ delayMs: SMTP_DELAY_MS });
+  queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+    connection: { url: redis.url },
+    prefix: redis.bullmqPrefix,
+  });
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await queue?.close();
+  await sink?.close();
+  await redis?.flush();
+});
+
+function startMailer() {
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    cwd: mailerDir,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      APP_ENV: 'production',
+      LOG_LEVEL: 'info',
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: redis.bullmqPrefix,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+      MAILER_CONCURRENCY: String(CONCURRENCY),
+      MAILER_METRICS_PORT: '0',
+      MAILER_METRICS_HOST: '127.0.0.1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  children.push(child);
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, exited };
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000) {
+  for (const deadline = Date.now() + timeoutMs; !(await condition()); ) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${output.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest, each code once', async () => {
+  const jobs = Array.from({ length: JOBS }, (_, i) => ({
+    to: `user${i}@example.com`,
+    code: String(4100 + i),
+    jobId: sendOtpJobId(`00000000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`),
+  }));
+  const expiresAt = new Date(Date.now() + 10 * 60_000).toISOString();
+  await queue.addBulk(
+    jobs.map(({ to, code, jobId }) => ({
+      name: SEND_OTP_JOB,
+      data: { to, code, expiresAt },
+      opts: { ...SEND_OTP_JOB_OPTIONS, jobId },
+    })),
+  );
+
+  const first = startMailer();
+  await until(() => sink.messages.length >= CONCURRENCY, 'the first emails');
+  const deliveredAtSignal = sink.messages.length;
+  first.child.kill('SIGTERM');
+  const exitCode = await first.exited;
+  const deliveredAtExit = sink.messages.length;
+  const left = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+
+  expect(exitCode, output.join('')).toBe(0);
+  // The deliveries under way at SIGTERM were finished, not abandoned…
+  expect(deliveredAtExit).toBeGreaterThan(deliveredAtSignal);
+  expect(left.active).toBe(0);
+  // …and no new ones were started: the process left work behind, all of it still queued.
+  expect(left).toEqual({ waiting: JOBS - deliveredAtExit, active: 0, delayed: 0, failed: 0 });
+  expect(left.waiting).toBeGreaterThan(0);
+  console.info(
+    `shutdown: ${deliveredAtSignal} delivered at SIGTERM, ${deliveredAtExit} at exit (code ${exitCode}), ${left.waiting} left waiting`,
+  );
+
+  const second = startMailer();
+  await until(() => sink.messages.length >= JOBS, `all ${JOBS} emails`);
+  await until(async () => (await queue.count()) + (await queue.getActiveCount()) === 0, 'an empty queue');
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
+
+  // Nothing is left that could still send: the count is final.
+  expect(sink.messages).toHaveLength(JOBS);
+  for (const { to, code } of jobs) {
+    const received = sink.messages.filter((mail) => mail.to.includes(to));
+    expect(
+      received.map((mail) => mail.subject),
+      to,
+    ).toEqual([`${code} is your sign-in code`]);
+  }
+  expect(await queue.getJobCounts('failed', 'delayed')).toEqual({ failed: 0, delayed: 0 });
+}, 40_000);

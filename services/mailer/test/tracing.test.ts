@@ -1,0 +1,117 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import {
+  EMAIL_QUEUE,
+  SEND_OTP_JOB,
+  SEND_OTP_JOB_OPTIONS,
+  type SendOtpJobData,
+  sendOtpJobId,
+} from '@tessera/contracts';
+import {
+  createTestRedis,
+  type OtlpSink,
+  type SmtpSink,
+  startOtlpSink,
+  startSmtpSink,
+  type TestRedis,
+} from '@tessera/testing';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+// The mailer started as in production (`--import @tessera/telemetry/register`), exporting its spans to a
+// real OTLP receiver.
+const mailerDir = fileURLToPath(new URL('..', import.meta.url));
+let redis: TestRedis;
+let sink: SmtpSink;
+let otlp: OtlpSink;
+let queue: Queue<SendOtpJobData>;
+let child: ChildProcess;
+const output: string[] = [];
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  [sink, otlp] = await Promise.all([startSmtpSink(), startOtlpSink()]);
+  queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+    connection: { url: redis.url },
+    prefix: redis.bullmqPrefix,
+  });
+  child = spawn(process.execPath, ['--import', '@tessera/telemetry/register', 'src/main.ts'], {
+    cwd: mailerDir,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      APP_ENV: 'production',
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: redis.bullmqPrefix,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+      MAILER_METRICS_PORT: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+});
+
+afterAll(async () => {
+  if (child.exitCode === null) {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+  await queue?.close();
+  await Promise.all([sink?.close(), otlp?.close(), redis?.flush()]);
+});
+
+const mentions = (text: string, code: string) => new RegExp(`(?<!\\d)${code}(?!\\d)`).test(text);
+
+it('traces a job: the SMTP send is a child of the job span, names the recipient masked, and logs join the trace', async () => {
+  const expiresAt = new Date(Date.now() + 300_000).toISOString();
+  const delivered = sendOtpJobId('00000000-0000-4000-8000-000000000001');
+  const rejected = sendOtpJobId('00000000-0000-4000-8000-000000000002');
+  await queue.add(
+    SEND_OTP_JOB,
+    { to: 'alice@example.com', code: '4826', expiresAt },
+    { ...SEND_OTP_JOB_OPTIONS, jobId: delivered },
+  );
+  await sink.waitFor((mail) => mail.to.includes('alice@example.com'));
+  sink.failNext(1, 550);
+  await queue.add(
+    SEND_OTP_JOB,
+    { to: 'bob@example.com', code: '5937', expiresAt },
+    { ...SEND_OTP_JOB_OPTIONS, jobId: rejected },
+  );
+
+  const job = await otlp.waitFor(
+    (span) => span.name === 'process email' && span.attributes['bullmq.job.id'] === delivered,
+  );
+  const send = await otlp.waitFor((span) => span.name === 'smtp send' && span.traceId === job.traceId);
+  expect(send).toMatchObject({
+    service: 'tessera-mailer',
+    parentSpanId: job.spanId,
+    attributes: { 'email.to.masked': 'a***@example.com', 'smtp.delivery': 'smtp' },
+  });
+  const failedJob = await otlp.waitFor(
+    (span) => span.name === 'process email' && span.attributes['bullmq.job.id'] === rejected,
+  );
+  await otlp.waitFor((span) => span.name === 'smtp send' && span.parentSpanId === failedJob.spanId);
+
+  const logs = output
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+  expect(logs).toContainEqual(
+    expect.objectContaining({ msg: 'send-otp done', jobId: delivered, trace_id: job.traceId }),
+  );
+  expect(logs).toContainEqual(
+    expect.objectContaining({ msg: 'send-otp failed', jobId: rejected, trace_id: failedJob.traceId }),
+  );
+
+  const exported = JSON.stringify(otlp.spans);
+  for (const code of ['4826', '5937']) expect(mentions(exported, code), `code ${code}`).toBe(false);
+  expect(exported).not.toMatch(/(alice|bob)@/);
+});
