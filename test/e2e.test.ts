@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
+import http from 'node:http';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
@@ -207,9 +208,27 @@ describe('the whole sign-in flow, end to end', () => {
     expect(exported).not.toMatch(new RegExp(`(^|[^0-9a-f-])${code}([^0-9a-f-]|$)`));
   });
 
-  it('both processes stop gracefully on SIGTERM', async () => {
+  it('on SIGTERM the gateway finishes the request in flight, and both processes exit 0', async () => {
+    // A request whose body is still arriving when the signal comes.
+    const payload = JSON.stringify({ email: 'last-one@example.com' });
+    const received = () => logs.join('').split('"incoming request"').length;
+    const before = received();
+    const request = http.request(`${baseUrl}/api/v1/auth/send-otp-email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+    });
+    const answered = once(request, 'response');
+    request.write(payload.slice(0, 10));
+    while (received() === before) await new Promise((resolve) => setTimeout(resolve, 20));
+
     const exits = processes.map((child) => once(child, 'exit'));
     for (const child of processes) child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    request.end(payload.slice(10));
+    const [response] = (await answered) as [http.IncomingMessage];
+    response.resume();
+    expect(response.statusCode).toBe(200);
+
     const codes = (await Promise.all(exits)).map(([code]) => code);
     expect(codes).toEqual([0, 0]);
   });
