@@ -59,8 +59,15 @@ export function createSignInService(options: SignInServiceOptions) {
 
   /** 429 with the true wait; the first refusal of a full window is a security event. */
   async function refuse(limit: string, refusal: Refusal, email: string, client: ClientInfo): Promise<never> {
+    // An address's limit is not the requested email's account's business.
+    const account = refusal.window === 'ip' ? {} : { email };
     if (refusal.first)
-      await record({ type: 'rate_limit', email, client, details: { limit: `${limit}:${refusal.window}` } });
+      await record({
+        type: 'rate_limit',
+        ...account,
+        client,
+        details: { limit: `${limit}:${refusal.window}` },
+      });
     throw new AppError(
       429,
       'RATE_LIMITED',
@@ -103,7 +110,6 @@ export function createSignInService(options: SignInServiceOptions) {
         case 'wrong':
           for (const scope of outcome.lockedOut) {
             log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
-            // An IP's lock-out is not the guessed email's account's business.
             await record({
               type: 'lockout',
               ...(scope === 'ip' ? {} : { email }),
