@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
   createTestRedis,
@@ -15,6 +16,7 @@ import {
   type TestDatabase,
   type TestRedis,
 } from '@tessera/testing';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The whole product as an operator runs it: the gateway and the mailer as their own processes in
@@ -78,7 +80,8 @@ beforeAll(async () => {
     // Traces go to an OTLP receiver in this test, exported quickly.
     OTEL_EXPORTER_OTLP_ENDPOINT: traces.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-    OTEL_BSP_SCHEDULE_DELAY: '100',
+    // Exported every 2 s: the last spans before a SIGTERM only arrive if the shutdown flushes them.
+    OTEL_BSP_SCHEDULE_DELAY: '2000',
   };
   start('services/auth-gateway/src/server.ts', {
     ...shared,
@@ -202,34 +205,114 @@ describe('the whole sign-in flow, end to end', () => {
     expect(ancestry.at(-1)?.spanId).toBe(request.spanId);
     expect(request.attributes['http.route']).toBe('/api/v1/auth/send-otp-email');
 
-    // No span holds the code, a token or the address.
-    const exported = JSON.stringify(traces.spans);
+    // No span holds the code, a token, the address, or what a client put in a query string.
+    await call('POST', '/api/v1/auth/send-otp-email?email=query-leak%40example.com', {
+      email: 'q@example.com',
+    });
+    await traces.waitFor((span) => span.attributes['url.query'] === 'redacted');
+    const exported = traces.bodies.join('');
+    expect(exported).not.toContain('query-leak');
     for (const secret of [email, accessToken, refreshToken]) expect(exported).not.toContain(secret);
     expect(exported).not.toMatch(new RegExp(`(^|[^0-9a-f-])${code}([^0-9a-f-]|$)`));
   });
 
-  it('on SIGTERM the gateway finishes the request in flight, and both processes exit 0', async () => {
-    // A request whose body is still arriving when the signal comes.
+  it('on SIGTERM the gateway finishes the request in flight, sends its last spans and both exit 0 at once', async () => {
+    // A keep-alive client whose request body is still arriving when the signal comes.
     const payload = JSON.stringify({ email: 'last-one@example.com' });
-    const received = () => logs.join('').split('"incoming request"').length;
-    const before = received();
+    const until = async (seen: () => boolean) => {
+      while (!seen()) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    const count = (text: string) => logs.join('').split(text).length;
+    const received = count('"incoming request"');
     const request = http.request(`${baseUrl}/api/v1/auth/send-otp-email`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      agent: new http.Agent({ keepAlive: true, keepAliveMsecs: 60_000 }),
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        'user-agent': 'last-client',
+      },
     });
     const answered = once(request, 'response');
     request.write(payload.slice(0, 10));
-    while (received() === before) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => count('"incoming request"') > received);
 
-    const exits = processes.map((child) => once(child, 'exit'));
+    const signalled = Date.now();
+    const exits = processes.map(async (child) => {
+      const [code] = await once(child, 'exit');
+      return { code, ms: Date.now() - signalled };
+    });
     for (const child of processes) child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await until(() => count('"msg":"closing"') > 1);
     request.end(payload.slice(10));
     const [response] = (await answered) as [http.IncomingMessage];
     response.resume();
     expect(response.statusCode).toBe(200);
 
-    const codes = (await Promise.all(exits)).map(([code]) => code);
-    expect(codes).toEqual([0, 0]);
+    const [gateway, mailer] = await Promise.all(exits);
+    expect([gateway?.code, mailer?.code]).toEqual([0, 0]);
+    // Not held open by the idle keep-alive connection until the 10 s grace runs out.
+    expect(gateway?.ms).toBeLessThan(3000);
+    // Its spans were flushed on the way out, not left in the 2 s export buffer.
+    expect(traces.spans.some((span) => span.attributes['user_agent.original'] === 'last-client')).toBe(true);
+  });
+});
+
+describe('without an OTLP endpoint', () => {
+  it('exports nothing, yet log lines and queued jobs carry the trace context', async () => {
+    const port = await freePort();
+    const prefix = `${redis.bullmqPrefix}-quiet`;
+    const gateway = start('services/auth-gateway/src/server.ts', {
+      APP_ENV: 'production',
+      LOG_LEVEL: 'info',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: redis.keyPrefix,
+      // A queue no mailer reads, so the job stays for inspection.
+      BULLMQ_PREFIX: prefix,
+      JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
+        .privateKey.export({ type: 'pkcs8', format: 'pem' })
+        .toString(),
+      OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
+    });
+    const lines: Json[] = [];
+    gateway.stdout?.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+    });
+    const url = `http://127.0.0.1:${port}`;
+    for (
+      let i = 0;
+      i < 100 &&
+      !(await fetch(`${url}/health/live`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    const exportedBefore = traces.bodies.length;
+
+    const sent = await fetch(`${url}/api/v1/auth/send-otp-email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'quiet@example.com' }),
+    });
+    expect(sent.status).toBe(200);
+    const exit = once(gateway, 'exit');
+    gateway.kill('SIGTERM');
+    expect((await exit)[0]).toBe(0);
+
+    const traced = lines.find((line) => line.msg === 'request completed' && line.trace_id);
+    expect(traced?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    const queue = new Queue(EMAIL_QUEUE, { connection: { url: redis.url }, prefix });
+    try {
+      const [job] = await queue.getWaiting();
+      expect(JSON.stringify(job?.opts)).toContain(traced?.trace_id);
+    } finally {
+      await queue.close();
+    }
+    expect(traces.bodies.length).toBe(exportedBefore);
   });
 });

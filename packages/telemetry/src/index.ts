@@ -31,3 +31,5 @@ export function traceFields(): Record<string, string> {
 export function bullmqTelemetry(): BullMQOtel {
   return new BullMQOtel({ tracerName: 'tessera', meterName: 'tessera', enableMetrics: true });
 }
+
+export { shutdownTelemetry } from './shutdown.ts';

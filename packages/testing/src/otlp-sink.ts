@@ -15,6 +15,8 @@ export interface OtlpSink {
   /** For OTEL_EXPORTER_OTLP_ENDPOINT, with OTEL_EXPORTER_OTLP_PROTOCOL=http/json. */
   url: string;
   spans: ReceivedSpan[];
+  /** Every request body as received: events, statuses and all, for searching. */
+  bodies: string[];
   waitFor(predicate: (span: ReceivedSpan) => boolean, timeoutMs?: number): Promise<ReceivedSpan>;
   close(): Promise<void>;
 }
@@ -43,11 +45,13 @@ const attributesOf = (list: { key: string; value: OtlpValue }[] = []) =>
 /** A real OTLP/HTTP (JSON) trace receiver on a free loopback port that keeps the spans it is sent. */
 export async function startOtlpSink(): Promise<OtlpSink> {
   const spans: ReceivedSpan[] = [];
+  const bodies: string[] = [];
   const server = http.createServer(async (request, response) => {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     if (request.url === '/v1/traces') {
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as OtlpTraces;
+      bodies.push(Buffer.concat(chunks).toString());
+      const body = JSON.parse(bodies.at(-1) ?? '{}') as OtlpTraces;
       for (const { resource, scopeSpans = [] } of body.resourceSpans ?? []) {
         const service = String(attributesOf(resource?.attributes)['service.name']);
         for (const { spans: list = [] } of scopeSpans)
@@ -71,6 +75,7 @@ export async function startOtlpSink(): Promise<OtlpSink> {
   return {
     url: `http://127.0.0.1:${port}`,
     spans,
+    bodies,
     async waitFor(predicate, timeoutMs = 10_000) {
       for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
         const found = spans.find(predicate);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { traceFields } from '@tessera/telemetry';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { type Clock, systemClock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
@@ -92,6 +92,14 @@ function loggerOptions(config: GatewayConfig, stream?: DestinationStream): Fasti
     // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
     // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
     redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command'],
+    // The path, not the query string: that is the client's to fill, with whatever it likes.
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: request.url.split('?')[0],
+        remoteAddress: request.ip,
+      }),
+    },
     ...(stream
       ? { stream }
       : config.APP_ENV === 'development'

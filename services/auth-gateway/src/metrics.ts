@@ -13,3 +13,9 @@ export const refreshes = meter.createCounter('tessera.refreshes', {
 export const sessionsEnded = meter.createCounter('tessera.sessions.ended', {
   description: 'Sessions ended, by reason: revoked, logout, signed_out or refresh_token_reuse',
 });
+
+// Every series from the start, so that rate() and alerts see the first event too.
+for (const result of ['ok', 'wrong', 'locked', 'expired', 'limited']) verifications.add(0, { result });
+for (const result of ['ok', 'grace', 'reuse', 'invalid']) refreshes.add(0, { result });
+for (const reason of ['revoked', 'logout', 'signed_out', 'refresh_token_reuse'])
+  sessionsEnded.add(0, { reason });

@@ -1,4 +1,5 @@
 import { loadOrExit } from '@tessera/config';
+import { shutdownTelemetry } from '@tessera/telemetry';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
@@ -14,7 +15,15 @@ const app = await buildApp(config).catch((error: Error) => {
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'closing after an error');
   else app.log.info({ signal }, 'closing');
-  await app.close();
+  // A keep-alive connection goes idle once its last request is answered: close it then, not when the
+  // client gets round to it.
+  const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(closeIdle);
+  }
+  await shutdownTelemetry();
 });
 
 await app.listen({ port: config.PORT, host: config.HOST });

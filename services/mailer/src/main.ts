@@ -1,5 +1,5 @@
 import { loadOrExit } from '@tessera/config';
-import { traceFields } from '@tessera/telemetry';
+import { shutdownTelemetry, traceFields } from '@tessera/telemetry';
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { loadConfig } from './config.ts';
@@ -32,6 +32,7 @@ closeWithGrace({ delay: config.MAILER_SHUTDOWN_TIMEOUT * 1000, logger }, async (
   // Answering probes and scrapes until the jobs are done.
   await operations?.close();
   transport.close();
+  await shutdownTelemetry();
   logger.info('closed');
 });
 

@@ -55,7 +55,8 @@ export async function startOperationsServer({
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
-        server.closeIdleConnections();
+        // The jobs are done and the process is leaving: a keep-alive scraper must not hold it.
+        server.closeAllConnections();
       }),
   };
 }

@@ -69,7 +69,8 @@ beforeAll(async () => {
   });
   for (const [n, data] of failing)
     await queue.add(SEND_OTP_JOB, data, { jobId: jobId(n), attempts: 1, removeOnFail: false });
-  // A worker that fails every job for good, as the mailer does on an SMTP 5xx.
+  // A worker that fails jobs for good without touching their data, as when BullMQ gives up on a job
+  // that stalled too often (the mailer's own final failures redact the code; retry-failed skips those).
   const rejecting = new Worker(
     EMAIL_QUEUE,
     async () => {

@@ -99,7 +99,8 @@ export function createSignInService(options: SignInServiceOptions) {
     /** Checks the code; the first success for an email creates its user; every success starts a session. */
     async verifyCode(email: string, code: string, client: ClientInfo) {
       const outcome = await otp.verify(email, code, client.ipAddress);
-      verifications.add(1, { result: outcome.result === 'missing' ? 'expired' : outcome.result });
+      if (outcome.result !== 'ok')
+        verifications.add(1, { result: outcome.result === 'missing' ? 'expired' : outcome.result });
       switch (outcome.result) {
         case 'limited':
           return refuse('verify', outcome.refusal, email, client);
@@ -127,6 +128,7 @@ export function createSignInService(options: SignInServiceOptions) {
       try {
         const user = toUser(await upsertOnSignIn(db, email, clock.now()));
         const tokens = await sessions.start({ id: user._id, roles: user.roles }, client);
+        verifications.add(1, { result: 'ok' });
         return { ...tokens, user, isRegistrationComplete: isRegistrationComplete(user, options.policies) };
       } catch (error) {
         // The right code was consumed but no session came of it (Postgres down): give it back so
