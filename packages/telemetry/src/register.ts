@@ -35,29 +35,38 @@ const UNTRACED = /^\/(health|metrics)\b/;
 // Paths only: a query string is the client's to fill, with whatever it likes.
 const pathOf = (url: string | undefined) => (url ?? '').split('?')[0] ?? '';
 
+// The incoming request starts the trace (and its id reaches logs and jobs) even when nothing is recorded.
+const http = new HttpInstrumentation({
+  ignoreIncomingRequestHook: (request) => UNTRACED.test(request.url ?? ''),
+  requestHook: (span, request) => {
+    if ('headers' in request && (request as IncomingMessage).url?.includes('?'))
+      span.setAttribute('url.query', 'redacted');
+  },
+});
+// The spans inside a request: only worth their cost when they are recorded.
+const detail = () => [
+  // The request span and its handler carry the route template; hooks get no spans of their own.
+  new FastifyOtelInstrumentation({
+    registerOnInitialization: true,
+    instrumentHooks: false,
+    ignorePaths: (route) => UNTRACED.test(route.url),
+    requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
+  }),
+  // Only inside a trace (not BullMQ's polling), and commands by name only: their arguments can hold
+  // a queued job's code.
+  new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
+  new PgInstrumentation({ requireParentSpan: true }),
+];
+
 const sdk = new NodeSDK({
   ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: defaultServiceName() }),
-  ...(exporting ? {} : { spanProcessors: [new NoopSpanProcessor()], sampler: new AlwaysOffSampler() }),
-  instrumentations: [
-    new HttpInstrumentation({
-      ignoreIncomingRequestHook: (request) => UNTRACED.test(request.url ?? ''),
-      requestHook: (span, request) => {
-        if ('headers' in request && (request as IncomingMessage).url?.includes('?'))
-          span.setAttribute('url.query', 'redacted');
-      },
-    }),
-    // The request span and its handler carry the route template; hooks get no spans of their own.
-    new FastifyOtelInstrumentation({
-      registerOnInitialization: true,
-      instrumentHooks: false,
-      ignorePaths: (route) => UNTRACED.test(route.url),
-      requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
-    }),
-    // Only inside a trace (not BullMQ's polling), and commands by name only: their arguments can
-    // hold a queued job's code.
-    new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
-    new PgInstrumentation({ requireParentSpan: true }),
-  ],
+  ...(exporting
+    ? { instrumentations: [http, ...detail()] }
+    : {
+        instrumentations: [http],
+        spanProcessors: [new NoopSpanProcessor()],
+        sampler: new AlwaysOffSampler(),
+      }),
 });
 sdk.start();
 // The services' close handlers call it last (through shutdownTelemetry), so the final spans are sent.
