@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { AppEnv, ConfigError, LogLevel, readEnv, requireInProduction } from '@tessera/config';
+import { SEND_OTP_JOB_OPTIONS } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
 const Seconds = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
@@ -18,8 +19,8 @@ const ConfigSchema = Type.Object({
   REDIS_KEY_PREFIX: Type.String({ default: 'tessera:' }),
   BULLMQ_PREFIX: Type.String({ default: 'bull' }),
   /** Retry policy of a code email, fixed when the job is queued: attempts, and the first backoff (doubling). */
-  MAIL_RETRY_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: 5 }),
-  MAIL_RETRY_BACKOFF_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  MAIL_RETRY_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: SEND_OTP_JOB_OPTIONS.attempts }),
+  MAIL_RETRY_BACKOFF_MS: Type.Integer({ minimum: 0, default: SEND_OTP_JOB_OPTIONS.backoff.delay }),
 
   JWT_ISSUER: Type.String({ default: 'tessera' }),
   JWT_AUDIENCE: Type.String({ default: 'tessera' }),
