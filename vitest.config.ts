@@ -1,11 +1,30 @@
 import { defineConfig } from 'vitest/config';
 
+// Unit tests sit beside the code and need nothing running; every other test is an integration test.
+const unitTests = [
+  'apps/*/src/**/*.test.ts',
+  'services/*/src/**/*.test.ts',
+  'packages/*/src/**/*.test.ts',
+  'infra/src/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['{services,packages,infra,test}/**/*.test.ts'],
     exclude: ['**/node_modules/**'],
-    globalSetup: ['./packages/testing/src/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: unitTests } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['{apps,services,packages,infra,test}/**/*.test.ts'],
+          exclude: unitTests,
+          // Finds or starts Postgres and Redis, which unit tests must not wait for.
+          globalSetup: ['./packages/testing/src/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

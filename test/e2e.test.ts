@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
-import http from 'node:http';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EMAIL_QUEUE } from '@tessera/contracts';
@@ -28,6 +27,7 @@ let redis: TestRedis;
 let sink: SmtpSink;
 let traces: OtlpSink;
 let baseUrl: string;
+let opsUrl: string;
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
 const processes: ChildProcess[] = [];
@@ -70,8 +70,9 @@ async function call(method: string, path: string, payload?: unknown, accessToken
 beforeAll(async () => {
   [database, sink, traces] = await Promise.all([createTestDatabase(), startSmtpSink(), startOtlpSink()]);
   redis = createTestRedis();
-  const port = await freePort();
+  const [port, opsPort] = [await freePort(), await freePort()];
   baseUrl = `http://127.0.0.1:${port}`;
+  opsUrl = `http://127.0.0.1:${opsPort}`;
   const shared = {
     APP_ENV: 'production',
     LOG_LEVEL: 'info',
@@ -87,6 +88,8 @@ beforeAll(async () => {
     ...shared,
     PORT: String(port),
     HOST: '127.0.0.1',
+    OPS_PORT: String(opsPort),
+    OPS_HOST: '127.0.0.1',
     DATABASE_URL: database.url,
     REDIS_KEY_PREFIX: redis.keyPrefix,
     JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
@@ -176,6 +179,11 @@ describe('the whole sign-in flow, end to end', () => {
     const jwks = (await fetch(`${baseUrl}/.well-known/jwks.json`).then((r) => r.json())) as Json;
     expect(jwks.keys).toHaveLength(1);
 
+    // Metrics only on the operations port; the public port does not know the route.
+    const metrics = await fetch(`${opsUrl}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/^tessera_sessions_ended_total\{reason="logout"\} 1$/m);
+    expect((await call('GET', '/metrics')).status).toBe(404);
+
     const secrets = [laptop.accessToken, laptop.refreshToken, phone.refreshToken, laptopTokens.refreshToken];
     const output = logs.join('');
     expect(output).toContain('send-otp done');
@@ -216,25 +224,25 @@ describe('the whole sign-in flow, end to end', () => {
     expect(exported).not.toMatch(new RegExp(`(^|[^0-9a-f-])${code}([^0-9a-f-]|$)`));
   });
 
-  it('on SIGTERM the gateway finishes the request in flight, sends its last spans and both exit 0 at once', async () => {
-    // A keep-alive client whose request body is still arriving when the signal comes.
-    const payload = JSON.stringify({ email: 'last-one@example.com' });
+  it('on repeated SIGTERMs the gateway finishes the request in flight, answers later ones 503, and both exit 0', async () => {
+    // A keep-alive client whose request body is still arriving when the signals come, with a second
+    // request pipelined behind it: that one arrives while the gateway drains.
+    const body = JSON.stringify({ email: 'last-one@example.com' });
+    const head = (path: string, length: number) =>
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${length}\r\nUser-Agent: last-client\r\n\r\n`;
     const until = async (seen: () => boolean) => {
       while (!seen()) await new Promise((resolve) => setTimeout(resolve, 20));
     };
     const count = (text: string) => logs.join('').split(text).length;
     const received = count('"incoming request"');
-    const request = http.request(`${baseUrl}/api/v1/auth/send-otp-email`, {
-      method: 'POST',
-      agent: new http.Agent({ keepAlive: true, keepAliveMsecs: 60_000 }),
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-        'user-agent': 'last-client',
-      },
+    const socket = net.connect(Number(new URL(baseUrl).port), '127.0.0.1');
+    let answers = '';
+    socket.on('data', (chunk: Buffer) => {
+      answers += chunk.toString();
     });
-    const answered = once(request, 'response');
-    request.write(payload.slice(0, 10));
+    const closed = once(socket, 'close');
+    socket.write(head('/api/v1/auth/send-otp-email', Buffer.byteLength(body)) + body.slice(0, 10));
     await until(() => count('"incoming request"') > received);
 
     const signalled = Date.now();
@@ -243,15 +251,26 @@ describe('the whole sign-in flow, end to end', () => {
       return { code, ms: Date.now() - signalled };
     });
     for (const child of processes) child.kill('SIGTERM');
-    await until(() => count('"msg":"closing"') > 1);
-    request.end(payload.slice(10));
-    const [response] = (await answered) as [http.IncomingMessage];
-    response.resume();
-    expect(response.statusCode).toBe(200);
+    await until(() => count('closing: finishing the work in flight') > 1);
+    for (const child of processes) child.kill('SIGTERM');
+    socket.write(body.slice(10) + head('/api/v1/auth/send-otp-email', Buffer.byteLength(body)) + body);
+    await closed;
+
+    const [first, second] = answers.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second).toMatch(/\r\nretry-after: 5\r\n/i);
+    expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    expect(JSON.parse(second?.slice(second.indexOf('\r\n\r\n')) ?? '')).toMatchObject({
+      isSuccess: false,
+      statusCode: 503,
+      errors: ['Service unavailable', 'This instance is shutting down; try again'],
+    });
 
     const [gateway, mailer] = await Promise.all(exits);
     expect([gateway?.code, mailer?.code]).toEqual([0, 0]);
-    // Not held open by the idle keep-alive connection until the 10 s grace runs out.
+    expect(logs.join('')).toContain('already closing');
+    // Not held open by the idle keep-alive connection until the drain deadline.
     expect(gateway?.ms).toBeLessThan(3000);
     // Its spans were flushed on the way out, not left in the 2 s export buffer.
     expect(traces.spans.some((span) => span.attributes['user_agent.original'] === 'last-client')).toBe(true);

@@ -1,47 +1,131 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import envSchema from 'env-schema';
-import { type Static, type TObject, Type } from 'typebox';
+import { type Static, type TObject, type TSchema, Type } from 'typebox';
 
 /** A configuration problem, said in one line that names the variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** `APP_ENV`: only development and test may show one-time codes. */
-export const AppEnv = Type.Union(
-  [Type.Literal('development'), Type.Literal('test'), Type.Literal('production')],
-  {
+/**
+ * One setting: the environment variable it is read from, on a TypeBox schema that gives its type,
+ * default and meaning. A service's configuration is a nested object of these, so the type, the
+ * validation and the README table all come from one schema.
+ */
+export function variable<T extends TSchema>(name: string, schema: T): T {
+  return { ...schema, env: name };
+}
+
+const appEnv = variable(
+  'APP_ENV',
+  Type.Union([Type.Literal('development'), Type.Literal('test'), Type.Literal('production')], {
     default: 'development',
-  },
+    description: '`development`, `test` or `production`. Only development and test return the code.',
+  }),
+);
+const logLevel = variable(
+  'LOG_LEVEL',
+  Type.Union(
+    [
+      Type.Literal('fatal'),
+      Type.Literal('error'),
+      Type.Literal('warn'),
+      Type.Literal('info'),
+      Type.Literal('debug'),
+      Type.Literal('trace'),
+      Type.Literal('silent'),
+    ],
+    {
+      default: 'info',
+      description: 'pino level (`silent` … `trace`). Pretty logs in development, JSON otherwise.',
+    },
+  ),
+);
+const redisUrl = variable(
+  'REDIS_URL',
+  Type.String({
+    default: 'redis://127.0.0.1:6379',
+    description: 'Redis: codes, active sessions, limits and the queue.',
+  }),
+);
+const bullmqPrefix = variable(
+  'BULLMQ_PREFIX',
+  Type.String({
+    default: 'bull',
+    description: 'BullMQ key prefix of the `email` queue; gateway and mailer must agree.',
+  }),
 );
 
-/** `LOG_LEVEL`: a pino level. */
-export const LogLevel = Type.Union(
-  [
-    Type.Literal('fatal'),
-    Type.Literal('error'),
-    Type.Literal('warn'),
-    Type.Literal('info'),
-    Type.Literal('debug'),
-    Type.Literal('trace'),
-    Type.Literal('silent'),
-  ],
-  { default: 'info' },
+const shutdownTimeout = variable(
+  'SHUTDOWN_TIMEOUT',
+  Type.Integer({
+    minimum: 1,
+    maximum: 3600,
+    default: 30,
+    description:
+      'Seconds a SIGTERM/SIGINT drain may take (in-flight requests and jobs finish, then exit 0); past it the process exits 1.',
+  }),
 );
 
-/** Validates `env` against `schema`, applying defaults and parsing numbers, and freezes the result. */
-export function readEnv<S extends TObject>(schema: S, env: NodeJS.ProcessEnv): Readonly<Static<S>> {
+/** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
+export const shared = { appEnv, logLevel, redisUrl, bullmqPrefix, shutdownTimeout };
+
+export type AppEnv = Static<typeof appEnv>;
+
+interface Leaf {
+  /** Where the value goes in the configuration object. */
+  path: string[];
+  name: string;
+  schema: TSchema & { env: string; default?: unknown; description?: string };
+  required: boolean;
+}
+
+/** Every setting of a configuration schema, in declaration order. */
+export function variablesOf(schema: TObject, path: string[] = []): Leaf[] {
+  const required = new Set<string>(schema.required ?? []);
+  return Object.entries(schema.properties).flatMap(([key, child]) => {
+    const name = (child as { env?: unknown }).env;
+    if (typeof name === 'string')
+      return [{ path: [...path, key], name, schema: child as Leaf['schema'], required: required.has(key) }];
+    if ((child as TSchema & { type?: unknown }).type === 'object')
+      return variablesOf(child as TObject, [...path, key]);
+    throw new Error(`configuration schema: ${[...path, key].join('.')} names no variable`);
+  });
+}
+
+/**
+ * Validates `env` against a service's configuration schema (defaults applied, numbers parsed) and
+ * returns the nested, frozen configuration. A bad value throws a ConfigError naming its variable.
+ */
+export function readConfig<S extends TObject>(schema: S, env: NodeJS.ProcessEnv): Static<S> {
+  const leaves = variablesOf(schema);
+  const flat = {
+    type: 'object',
+    // Ajv knows nothing of `env`: it names the variable, the property key does that here.
+    properties: Object.fromEntries(leaves.map(({ name, schema: { env: _, ...rule } }) => [name, rule])),
+    required: leaves.filter((leaf) => leaf.required && leaf.schema.default === undefined).map((l) => l.name),
+  };
+  let values: Record<string, unknown>;
   try {
-    return Object.freeze(envSchema<Static<S>>({ schema, data: env, env: false, dotenv: false }));
+    values = envSchema<Record<string, unknown>>({ schema: flat, data: env, env: false, dotenv: false });
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message.replaceAll('env/', '')}`);
   }
+  return deepFreeze(nest(schema, values)) as Static<S>;
 }
 
-/** Production's non-negotiables: each group needs one of its variables set. */
-export function requireInProduction(
-  env: Readonly<Record<string, unknown>>,
-  groups: ReadonlyArray<readonly string[]>,
-): void {
+/** The values read by variable name, placed where the schema puts each setting. */
+function nest(schema: TObject, values: Record<string, unknown>): Record<string, unknown> {
+  const entries = Object.entries(schema.properties).map(([key, child]) => {
+    const name = (child as { env?: unknown }).env;
+    return [key, typeof name === 'string' ? values[name] : nest(child as TObject, values)];
+  });
+  return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+}
+
+/** Production's non-negotiables: each group needs one of its variables set in the environment. */
+export function requireInProduction(env: NodeJS.ProcessEnv, groups: ReadonlyArray<readonly string[]>): void {
   if (env.APP_ENV !== 'production') return;
   for (const names of groups) {
     if (!names.some((name) => env[name])) {
@@ -61,4 +145,43 @@ export function loadOrExit<T>(load: () => T): T {
     console.error(error.message);
     process.exit(1);
   }
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * The README's table of a configuration schema: one row per variable with its default and meaning.
+ * The services' tests compare it with the README, so the documentation cannot drift.
+ */
+export function configTable(schema: TObject): string {
+  const rows = variablesOf(schema).map(({ name, schema: { default: value, description } }) => {
+    // Defaults under the home folder are shown as ~, so the table reads the same on every machine.
+    const text = typeof value === 'string' ? value.replace(homedir(), '~') : JSON.stringify(value);
+    const shown = value === undefined || value === '' ? '—' : `\`${text}\``;
+    return `| \`${name}\` | ${shown} | ${description ?? ''} |`;
+  });
+  return ['| Variable | Default | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+/**
+ * The part of a README between `<!-- name -->` and `<!-- /name -->`, trimmed. With `replacement`
+ * (tests run with UPDATE_README=1) the part is rewritten first.
+ */
+export function readmeSection(file: string, name: string, replacement?: string): string | undefined {
+  const readme = readFileSync(file, 'utf8');
+  const [open, close] = [`<!-- ${name} -->`, `<!-- /${name} -->`];
+  const start = readme.indexOf(open);
+  const end = readme.indexOf(close);
+  if (start < 0 || end < start) return undefined;
+  if (replacement !== undefined) {
+    writeFileSync(file, `${readme.slice(0, start + open.length)}\n${replacement}\n${readme.slice(end)}`);
+    return replacement;
+  }
+  return readme.slice(start + open.length, end).trim();
 }

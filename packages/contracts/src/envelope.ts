@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
+import { type ErrorStatus, STATUS_MESSAGES } from './errors.ts';
 
 /** The envelope every Tessera response uses (BaseResponseDto<T>). */
 export type Envelope<T> = {
@@ -35,9 +36,11 @@ export const ErrorEnvelope = Type.Object(
 );
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
 
-/** Route response schemas for the error statuses a route can answer. */
-export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorEnvelope> =>
-  Object.fromEntries(statuses.map((status) => [status, ErrorEnvelope]));
+/** Route response schemas for the error statuses a route can answer, each described by its canonical message. */
+export const errorResponses = (...statuses: ErrorStatus[]): Record<number, typeof ErrorEnvelope> =>
+  Object.fromEntries(
+    statuses.map((status) => [status, { ...ErrorEnvelope, description: STATUS_MESSAGES[status] }]),
+  );
 
 export function success<T>(data: T, now: Date, statusCode = 200) {
   return { isSuccess: true as const, statusCode, data, errors: [] as never[], timestamp: now.toISOString() };

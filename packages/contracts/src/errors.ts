@@ -42,3 +42,17 @@ export class AppError extends Error {
     this.retryAfter = retryAfter;
   }
 }
+
+/**
+ * A dependency (Postgres, Redis, the mail server) cannot answer now: the request may be retried
+ * later. Clients raise it for outages, so an outage (503) is told from a bug (500) by its class.
+ */
+export class DependencyUnavailableError extends Error {
+  override name = 'DependencyUnavailableError';
+  readonly dependency: string;
+
+  constructor(dependency: string, options?: ErrorOptions) {
+    super(`${dependency} is unavailable`, options);
+    this.dependency = dependency;
+  }
+}

@@ -1,25 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isSpanContextValid, metrics, trace } from '@opentelemetry/api';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { createRequire } from 'node:module';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
 
-// Metrics are pulled, never pushed: every process serves its own at /metrics in Prometheus text.
-const prometheus = new PrometheusExporter({
-  preventServerStart: true,
-  // Prometheus labels each target itself (job, instance): no scope or target_info series.
-  withoutScopeInfo: true,
-  withoutTargetInfo: true,
-});
-metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheus] }));
-
-/** Tessera's meter; instruments made from it appear at /metrics. */
-export const meter = metrics.getMeter('tessera');
-
-/** Answers a Prometheus scrape with every metric this process records. */
-export function serveMetrics(request: IncomingMessage, response: ServerResponse): void {
-  prometheus.getMetricsRequestHandler(request, response);
-}
+export { meter, serveMetrics } from './metrics.ts';
 
 /** pino `mixin`: the trace and span of the active span on every log line written inside one. */
 export function traceFields(): Record<string, string> {
@@ -32,4 +15,25 @@ export function bullmqTelemetry(): BullMQOtel {
   return new BullMQOtel({ tracerName: 'tessera', meterName: 'tessera', enableMetrics: true });
 }
 
+export { closeGracefully, type GracefulCloseOptions } from './lifecycle.ts';
+export {
+  checkReadiness,
+  type OperationsServer,
+  type ReadinessChecks,
+  startOperationsServer,
+  withTimeout,
+} from './operations.ts';
 export { shutdownTelemetry } from './shutdown.ts';
+
+/**
+ * pino options for development: pretty lines through pino-pretty when it is installed next to
+ * `from` (a service's `import.meta.url`); JSON otherwise, as in production images without dev tools.
+ */
+export function prettyInDevelopment(appEnv: string, from: string): { transport?: { target: string } } {
+  if (appEnv !== 'development') return {};
+  try {
+    return { transport: { target: createRequire(from).resolve('pino-pretty') } };
+  } catch {
+    return {};
+  }
+}

@@ -1,19 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { traceFields } from '@tessera/telemetry';
+import { prettyInDevelopment, traceFields } from '@tessera/telemetry';
 import Fastify, { type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
+import manifest from '../package.json' with { type: 'json' };
 import { type Clock, systemClock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
+import accountDeletionRoutes from './modules/account-deletion/routes.ts';
 import healthRoutes from './modules/health/routes.ts';
+import securityEventsRoutes from './modules/security-events/routes.ts';
+import { clientInfo } from './modules/security-events/security-events.ts';
 import sessionsRoutes from './modules/sessions/routes.ts';
-import { createSessionsService } from './modules/sessions/sessions.service.ts';
 import signInRoutes from './modules/sign-in/routes.ts';
+import { loadTokenKeys } from './modules/tokens/load-keys.ts';
 import jwksRoutes from './modules/tokens/routes.ts';
+import usersRoutes from './modules/users/routes.ts';
 import auth from './plugins/auth.ts';
-import configPlugin from './plugins/config.ts';
+import accountConsole from './plugins/console.ts';
 import db from './plugins/db.ts';
+import docs from './plugins/docs.ts';
+import draining from './plugins/draining.ts';
+import envelope from './plugins/envelope.ts';
 import errorHandler, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts';
 import httpSecurity from './plugins/http-security.ts';
 import jsonBody from './plugins/json-body.ts';
@@ -21,24 +29,37 @@ import mailQueue from './plugins/mail-queue.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
+import responseCheck from './plugins/response-check.ts';
 import { validatorCompiler } from './plugins/validation.ts';
+import { createServices } from './services.ts';
 
 export interface AppOptions {
   clock?: Clock;
   /** Where log lines go instead of stdout (tests read them). */
   logStream?: DestinationStream;
+  /** Tests: check every response against the schema its route documents. */
+  checkResponses?: boolean;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** The whole gateway: infrastructure first, then the modules, in the order they depend on each other. */
-export async function buildApp(config: GatewayConfig, { clock = systemClock, logStream }: AppOptions = {}) {
+/**
+ * The gateway as an HTTP pipeline, in the order a request meets it: how requests are read and
+ * answered, the clients, the services (built once, in services.ts), then the routes of each module.
+ */
+export async function buildApp(
+  config: GatewayConfig,
+  { clock = systemClock, logStream, checkResponses = false }: AppOptions = {},
+) {
+  const errors = { appEnv: config.env, clock };
   const app = Fastify({
     logger: loggerOptions(config, logStream),
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: config.http.trustProxy,
     bodyLimit: 16 * 1024,
-    frameworkErrors,
+    frameworkErrors: frameworkErrors(errors),
     clientErrorHandler,
+    // Requests arriving while the gateway drains get the envelope (plugins/draining), not a bare 503.
+    return503OnClosing: false,
     // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
     http: { requireHostHeader: false },
     // Honour a well-formed X-Request-Id from the caller, otherwise mint one.
@@ -53,45 +74,78 @@ export async function buildApp(config: GatewayConfig, { clock = systemClock, log
     reply.header('x-request-id', request.id);
   });
 
-  // Infrastructure
-  await app.register(configPlugin, { config, clock });
-  await app.register(errorHandler);
-  await app.register(httpSecurity);
+  // Reading and answering requests
+  await app.register(errorHandler, errors);
+  await app.register(draining);
+  await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });
   await app.register(metrics);
+  await app.register(envelope, { clock });
+  if (checkResponses) await app.register(responseCheck);
   await app.register(jsonBody);
-  await app.register(db);
-  await app.register(redis);
-  await app.register(rateLimit);
-  await app.register(mailQueue);
-  await app.register(auth);
+  await app.register(docs, { serve: config.docs.enabled, version: manifest.version });
+  await app.register(accountConsole, { serve: config.console.enabled, dir: config.console.dir });
 
-  // Modules
-  const sessions = createSessionsService({
+  // Clients
+  await app.register(db, config.database);
+  await app.register(redis, config.redis);
+  await app.register(mailQueue, { redisUrl: config.redis.url, prefix: config.mail.queuePrefix });
+
+  const services = createServices(config, {
     db: app.db,
-    activeSessions: app.activeSessions,
-    tokens: app.tokens,
+    redis: app.redis,
+    mailQueue: app.mailQueue,
+    keys: await loadTokenKeys(config.jwt, config.env !== 'production'),
     clock,
     log: app.log,
-    accessTokenTtl: config.ACCESS_TOKEN_TTL,
-    refreshTokenTtl: config.REFRESH_TOKEN_TTL,
-    refreshReuseGrace: config.REFRESH_REUSE_GRACE,
   });
-  await app.register(healthRoutes);
-  await app.register(jwksRoutes);
-  await app.register(signInRoutes, { prefix: '/api/v1/auth', sessions });
-  await app.register(sessionsRoutes, { prefix: '/api/v1/auth', sessions });
+
+  // Who may call, how often
+  await app.register(rateLimit, {
+    redis: app.redis,
+    max: config.rateLimit.max,
+    windowSeconds: config.rateLimit.window,
+    onLimitReached: (request) =>
+      services.securityLog.recordAfter({
+        type: 'rate_limited',
+        client: clientInfo(request),
+        details: { limit: 'requests:ip' },
+        at: clock.now(),
+      }),
+  });
+  await app.register(auth, { verify: services.authenticate });
+
+  // Modules
+  await app.register(healthRoutes, { checks: services.readiness });
+  await app.register(jwksRoutes, { jwks: services.jwks });
+  await app.register(signInRoutes, { prefix: '/api/v1/auth', signIn: services.signIn });
+  await app.register(sessionsRoutes, { prefix: '/api/v1/auth', sessions: services.sessions });
+  await app.register(usersRoutes, { prefix: '/api/v1/users', users: services.users });
+  await app.register(securityEventsRoutes, { prefix: '/api/v1/users', securityLog: services.securityLog });
+  await app.register(accountDeletionRoutes, {
+    prefix: '/api/v1/users',
+    accountDeletion: services.accountDeletion,
+  });
+
+  // Background work runs while the app is up. These onClose hooks, added after the clients', run
+  // before theirs, so a batch in progress finishes on open connections.
+  app.addHook('onReady', async () => {
+    for (const sweep of services.sweeps) sweep.start();
+  });
+  app.addHook('onClose', async () => {
+    await Promise.all(services.sweeps.map((sweep) => sweep.stop()));
+  });
 
   return app;
 }
 
 function loggerOptions(config: GatewayConfig, stream?: DestinationStream): FastifyServerOptions['logger'] {
   return {
-    level: config.LOG_LEVEL,
+    level: config.log.level,
     // trace_id and span_id of the active span on every line written inside a request or job.
     mixin: traceFields,
     // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
     // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command'],
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command', 'err.cause.command'],
     // The path, not the query string: that is the client's to fill, with whatever it likes.
     serializers: {
       req: (request: FastifyRequest) => ({
@@ -100,10 +154,6 @@ function loggerOptions(config: GatewayConfig, stream?: DestinationStream): Fasti
         remoteAddress: request.ip,
       }),
     },
-    ...(stream
-      ? { stream }
-      : config.APP_ENV === 'development'
-        ? { transport: { target: 'pino-pretty' } }
-        : {}),
+    ...(stream ? { stream } : prettyInDevelopment(config.env, import.meta.url)),
   };
 }

@@ -1,31 +1,31 @@
+import { fileURLToPath } from 'node:url';
+import { configTable, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.ts';
+import { GatewayConfigSchema, loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
   it('runs development with no variables set, on the documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      APP_ENV: 'development',
-      PORT: 3000,
-      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/tessera',
-      REDIS_URL: 'redis://127.0.0.1:6379',
-      ACCESS_TOKEN_TTL: 3600,
-      REFRESH_TOKEN_TTL: 2_592_000,
-      REFRESH_REUSE_GRACE: 10,
-      OTP_TTL: 300,
-      OTP_MAX_ATTEMPTS: 5,
-      OTP_RESEND_COOLDOWN: 60,
-      OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: 5,
-      OTP_MAX_SENDS_PER_IP_PER_HOUR: 30,
-      OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: 20,
-      OTP_MAX_FAILURES_PER_IP_PER_HOUR: 50,
-      RATE_LIMIT_MAX: 600,
-      RATE_LIMIT_WINDOW: 60,
-      JWT_CLOCK_TOLERANCE: 30,
-      CORS_ORIGINS: [],
-      TRUST_PROXY: false,
+      env: 'development',
+      http: { port: 3000, opsPort: 9465, corsOrigins: [], trustProxy: false },
+      database: { url: 'postgres://postgres@127.0.0.1:5432/tessera' },
+      redis: { url: 'redis://127.0.0.1:6379' },
+      jwt: { accessTokenTtl: 3600, clockTolerance: 30 },
+      sessions: { refreshTokenTtl: 2_592_000, refreshReuseGrace: 10 },
+      otp: {
+        ttl: 300,
+        maxAttempts: 5,
+        resendCooldown: 60,
+        maxSendsPerEmailPerHour: 5,
+        maxSendsPerIpPerHour: 30,
+        maxFailuresPerEmailPerDay: 20,
+        maxFailuresPerIpPerHour: 50,
+      },
+      rateLimit: { max: 600, window: 60 },
     });
     expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.otp)).toBe(true);
   });
 
   it('fails with one line naming a malformed variable', () => {
@@ -46,17 +46,30 @@ describe('loadConfig', () => {
       loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'short' }),
     ).toThrowError(/OTP_SECRET must NOT have fewer than 32 characters/);
     expect(
-      loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'x'.repeat(32) }).APP_ENV,
+      loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'x'.repeat(32) }).env,
     ).toBe('production');
   });
 
   it('reads TRUST_PROXY as a flag, a hop count or a list of proxies', () => {
-    expect(loadConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).TRUST_PROXY).toEqual([
+    expect(loadConfig({ TRUST_PROXY: 'true' }).http.trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).http.trustProxy).toEqual([
       '10.0.0.0/8',
       '127.0.0.1',
     ]);
-    const hops = loadConfig({ TRUST_PROXY: '1' }).TRUST_PROXY as (address: string, hop: number) => boolean;
+    const hops = loadConfig({ TRUST_PROXY: '1' }).http.trustProxy as (
+      address: string,
+      hop: number,
+    ) => boolean;
     expect([hops('x', 0), hops('x', 1)]).toEqual([true, false]);
+  });
+});
+
+describe('the README', () => {
+  it('documents every variable with its default, as the schema says (UPDATE_README=1 rewrites it)', () => {
+    const readme = fileURLToPath(new URL('../../../README.md', import.meta.url));
+    const table = configTable(GatewayConfigSchema);
+    expect(readmeSection(readme, 'config:gateway', process.env.UPDATE_README ? table : undefined)).toBe(
+      table,
+    );
   });
 });

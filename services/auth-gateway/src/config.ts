@@ -1,91 +1,284 @@
 import os from 'node:os';
 import path from 'node:path';
-import { AppEnv, ConfigError, LogLevel, readEnv, requireInProduction } from '@tessera/config';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, readConfig, requireInProduction, shared, variable } from '@tessera/config';
 import { SEND_OTP_JOB_OPTIONS } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
-const Seconds = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
+const Int = (
+  name: string,
+  defaultValue: number,
+  description: string,
+  range: { minimum?: number; maximum?: number } = {},
+) => variable(name, Type.Integer({ minimum: 1, ...range, default: defaultValue, description }));
+const Text = (name: string, defaultValue: string, description: string) =>
+  variable(name, Type.String({ default: defaultValue, description }));
+const Optional = (name: string, description: string, rules: { minLength?: number } = {}) =>
+  Type.Optional(variable(name, Type.String({ ...rules, description })));
 
-const ConfigSchema = Type.Object({
-  APP_ENV: AppEnv,
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
-  HOST: Type.String({ default: '0.0.0.0' }),
-  LOG_LEVEL: LogLevel,
-  /** Fastify `trustProxy`: `true`, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
-  TRUST_PROXY: Type.String({ default: 'false' }),
-  DATABASE_URL: Type.String({ default: 'postgres://postgres@127.0.0.1:5432/tessera' }),
-  REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379' }),
-  /** Prefix of every key the gateway writes to Redis (codes, sessions). */
-  REDIS_KEY_PREFIX: Type.String({ default: 'tessera:' }),
-  BULLMQ_PREFIX: Type.String({ default: 'bull' }),
-  /** Retry policy of a code email, fixed when the job is queued: attempts, and the first backoff (doubling). */
-  MAIL_RETRY_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: SEND_OTP_JOB_OPTIONS.attempts }),
-  MAIL_RETRY_BACKOFF_MS: Type.Integer({ minimum: 0, default: SEND_OTP_JOB_OPTIONS.backoff.delay }),
-
-  JWT_ISSUER: Type.String({ default: 'tessera' }),
-  JWT_AUDIENCE: Type.String({ default: 'tessera' }),
-  /** PEM private key (EdDSA/Ed25519 or ES256) used to sign access tokens. */
-  JWT_PRIVATE_KEY: Type.Optional(Type.String()),
-  /** File holding that PEM key instead; in development it is generated on first start. */
-  JWT_PRIVATE_KEY_FILE: Type.Optional(Type.String()),
-  /** Keys that still verify (and are listed in the JWKS) but no longer sign: PEM text, several blocks allowed. */
-  JWT_VERIFY_KEYS: Type.Optional(Type.String()),
-  /** The same as files: a comma-separated list of PEM files (private or public keys). */
-  JWT_VERIFY_KEY_FILES: Type.Optional(Type.String()),
-  /** Seconds of clock difference forgiven when checking an access token's `exp`/`nbf`. */
-  JWT_CLOCK_TOLERANCE: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
-  ACCESS_TOKEN_TTL: Seconds(3600),
-  REFRESH_TOKEN_TTL: Seconds(2_592_000),
-  REFRESH_REUSE_GRACE: Type.Integer({ minimum: 0, default: 10 }),
-
-  /** Server secret of the keyed code hash: HMAC(OTP_SECRET, email + code). */
-  OTP_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-  OTP_TTL: Seconds(300),
-  OTP_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 5 }),
-  OTP_RESEND_COOLDOWN: Type.Integer({ minimum: 0, default: 60 }),
-  OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: Type.Integer({ minimum: 1, default: 5 }),
-  OTP_MAX_SENDS_PER_IP_PER_HOUR: Type.Integer({ minimum: 1, default: 30 }),
-  OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: Type.Integer({ minimum: 1, default: 20 }),
-  OTP_MAX_FAILURES_PER_IP_PER_HOUR: Type.Integer({ minimum: 1, default: 50 }),
-  /** The general limit: requests per client IP per RATE_LIMIT_WINDOW seconds, on every route but health. */
-  RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
-  RATE_LIMIT_WINDOW: Seconds(60),
-
-  /** Browser origins allowed to call the API (CORS), comma-separated and exact; empty allows none. */
-  CORS_ORIGINS: Type.String({ default: '' }),
-
-  PRIVACY_POLICY_VERSION: Type.String({ default: '1.0.0' }),
-  TERMS_OF_USE_VERSION: Type.String({ default: '1.0.0' }),
+/** Every setting of the gateway: where it lives in the configuration, which variable sets it, what it means. */
+export const GatewayConfigSchema = Type.Object({
+  env: shared.appEnv,
+  log: Type.Object({ level: shared.logLevel }),
+  shutdownTimeout: shared.shutdownTimeout,
+  http: Type.Object({
+    port: Int('PORT', 3000, 'Port of the public API.', { minimum: 0, maximum: 65535 }),
+    host: Text('HOST', '0.0.0.0', 'Address of the public API.'),
+    opsPort: Int(
+      'OPS_PORT',
+      9465,
+      'Operations port: `/metrics`, `/health/live`, `/health/ready`. Keep it off the public ingress.',
+      {
+        minimum: 0,
+        maximum: 65535,
+      },
+    ),
+    opsHost: Text('OPS_HOST', '0.0.0.0', 'Address of the operations port.'),
+    trustProxy: Text(
+      'TRUST_PROXY',
+      'false',
+      'A hop count (`1` behind one load balancer) or a comma-separated list of proxy addresses/CIDRs; the client IP then comes from `X-Forwarded-For`. `true` trusts the whole header, so only use it behind a proxy that overwrites it.',
+    ),
+    corsOrigins: Text(
+      'CORS_ORIGINS',
+      '',
+      'Comma-separated exact browser origins allowed to call the API (`https://app.example.com`); none by default, `*` refused.',
+    ),
+  }),
+  database: Type.Object({
+    url: Text(
+      'DATABASE_URL',
+      'postgres://postgres@127.0.0.1:5432/tessera',
+      'Postgres. `pnpm db:migrate` creates the database in development.',
+    ),
+  }),
+  redis: Type.Object({
+    url: shared.redisUrl,
+    keyPrefix: Text('REDIS_KEY_PREFIX', 'tessera:', "Prefix of the gateway's Redis keys."),
+  }),
+  mail: Type.Object({
+    queuePrefix: shared.bullmqPrefix,
+    retryAttempts: Int(
+      'MAIL_RETRY_ATTEMPTS',
+      SEND_OTP_JOB_OPTIONS.attempts,
+      'Delivery attempts of a code email, fixed when the job is queued.',
+      {
+        maximum: 20,
+      },
+    ),
+    retryBackoffMs: Int(
+      'MAIL_RETRY_BACKOFF_MS',
+      SEND_OTP_JOB_OPTIONS.backoff.delay,
+      'First retry delay of a code email, ms (doubling).',
+      {
+        minimum: 0,
+      },
+    ),
+  }),
+  jwt: Type.Object({
+    issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.'),
+    audience: Text('JWT_AUDIENCE', 'tessera', '`aud` of access tokens, checked on every request.'),
+    privateKey: Optional(
+      'JWT_PRIVATE_KEY',
+      'PEM private key (Ed25519 → EdDSA, or P-256 → ES256). Production needs this or the next.',
+    ),
+    privateKeyFile: Optional(
+      'JWT_PRIVATE_KEY_FILE',
+      'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, created on first start only in development.',
+    ),
+    verifyKeys: Optional(
+      'JWT_VERIFY_KEYS',
+      'PEM keys (private or public, several blocks allowed) that still verify tokens and are listed in the JWKS but no longer sign: the previous keys during a rotation.',
+    ),
+    verifyKeyFiles: Optional('JWT_VERIFY_KEY_FILES', 'The same as a comma-separated list of PEM files.'),
+    clockTolerance: Int(
+      'JWT_CLOCK_TOLERANCE',
+      30,
+      "Seconds of clock difference forgiven when checking a token's expiry.",
+      {
+        minimum: 0,
+        maximum: 300,
+      },
+    ),
+    accessTokenTtl: Int('ACCESS_TOKEN_TTL', 3600, 'Access-token lifetime, seconds.'),
+  }),
+  sessions: Type.Object({
+    refreshTokenTtl: Int(
+      'REFRESH_TOKEN_TTL',
+      2_592_000,
+      'Refresh-token lifetime, seconds; each refresh extends the session by this much.',
+    ),
+    refreshReuseGrace: Int(
+      'REFRESH_REUSE_GRACE',
+      10,
+      'Seconds after a rotation in which the old refresh token still returns the same new pair.',
+      {
+        minimum: 0,
+      },
+    ),
+  }),
+  otp: Type.Object({
+    secret: Optional(
+      'OTP_SECRET',
+      'At least 32 characters; key of the code hashes. Required in production (development uses a fixed value).',
+      {
+        minLength: 32,
+      },
+    ),
+    ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds.'),
+    maxAttempts: Int('OTP_MAX_ATTEMPTS', 5, 'Wrong guesses that lock a code.'),
+    resendCooldown: Int(
+      'OTP_RESEND_COOLDOWN',
+      60,
+      'Seconds before another code may be sent to the same email (reported as `resendIn`).',
+      {
+        minimum: 0,
+      },
+    ),
+    maxSendsPerEmailPerHour: Int('OTP_MAX_SENDS_PER_EMAIL_PER_HOUR', 5, 'Codes per email per rolling hour.'),
+    maxSendsPerIpPerHour: Int('OTP_MAX_SENDS_PER_IP_PER_HOUR', 30, 'Codes per client IP per rolling hour.'),
+    maxFailuresPerEmailPerDay: Int(
+      'OTP_MAX_FAILURES_PER_EMAIL_PER_DAY',
+      20,
+      'Wrong codes evaluated per email per rolling 24 h; then every verification of the email is 429.',
+    ),
+    maxFailuresPerIpPerHour: Int(
+      'OTP_MAX_FAILURES_PER_IP_PER_HOUR',
+      50,
+      "Wrong codes per client IP per rolling hour; then that IP's verifications are 429.",
+    ),
+  }),
+  rateLimit: Type.Object({
+    max: Int(
+      'RATE_LIMIT_MAX',
+      600,
+      'The general limit: requests per client IP per window, on every route but the health probes.',
+    ),
+    window: Int('RATE_LIMIT_WINDOW', 60, 'Window of the general limit, seconds.'),
+  }),
+  policies: Type.Object({
+    privacyPolicyVersion: Text(
+      'PRIVACY_POLICY_VERSION',
+      '1.0.0',
+      'Current privacy policy version a user must have accepted.',
+    ),
+    termsOfUseVersion: Text(
+      'TERMS_OF_USE_VERSION',
+      '1.0.0',
+      'Current terms of use version a user must have accepted.',
+    ),
+    consentFormVersion: Optional(
+      'CONSENT_FORM_VERSION',
+      'Current consent form version; unset, no consent form is offered.',
+    ),
+  }),
+  users: Type.Object({
+    usernameChangeCooldown: Int(
+      'USERNAME_CHANGE_COOLDOWN',
+      2_592_000,
+      'Seconds after a username change before the next one.',
+    ),
+    minAge: Int('MIN_AGE', 13, 'Youngest age, in years, a birth date may give.', {
+      minimum: 0,
+      maximum: 130,
+    }),
+    deletionGrace: Int(
+      'ACCOUNT_DELETION_GRACE',
+      2_592_000,
+      'Seconds between a deletion request and the erasure of the account.',
+      {
+        minimum: 0,
+      },
+    ),
+    deletionSweepInterval: Int(
+      'ACCOUNT_DELETION_SWEEP_INTERVAL',
+      60,
+      'Seconds between two sweeps of a gateway process that erase the accounts whose deletion is due.',
+    ),
+  }),
+  retention: Type.Object({
+    sessionRetention: Int(
+      'SESSION_RETENTION',
+      2_592_000,
+      'Seconds an ended or expired session, and an expired refresh token, is kept before it is deleted.',
+    ),
+    securityEventRetention: Int(
+      'SECURITY_EVENT_RETENTION',
+      31_536_000,
+      'Seconds a security event is kept before it is deleted.',
+    ),
+    sweepInterval: Int(
+      'RETENTION_SWEEP_INTERVAL',
+      3600,
+      'Seconds between two runs of the retention sweep of a gateway process.',
+    ),
+  }),
+  docs: Type.Object({
+    enabled: variable(
+      'DOCS_ENABLED',
+      Type.Boolean({
+        default: true,
+        description: 'Serve the API console at `/docs` and the OpenAPI document at `/docs/json`.',
+      }),
+    ),
+  }),
+  console: Type.Object({
+    enabled: variable(
+      'CONSOLE_ENABLED',
+      Type.Boolean({
+        default: true,
+        description:
+          'Serve the account console (sign-in, profile, sessions, deletion) at `/account/`. Without a build, `/account/` is a 404 saying how to build it.',
+      }),
+    ),
+    dir: Optional(
+      'CONSOLE_DIR',
+      "Folder of the console's build (`index.html` and `assets/`); default `apps/console/dist` of this repository.",
+    ),
+  }),
 });
 
-type Env = Static<typeof ConfigSchema>;
+type Env = Static<typeof GatewayConfigSchema>;
+
+/** Where `pnpm --filter @tessera/console build` writes the account console. */
+const CONSOLE_BUILD = fileURLToPath(new URL('../../../apps/console/dist', import.meta.url));
 
 const DEVELOPMENT_OTP_SECRET = 'tessera-development-otp-secret-not-for-production';
 
+type TrustProxy = boolean | string[] | ((address: string, hop: number) => boolean);
+
+/** The gateway's configuration: the schema's shape, with the few values that are parsed further. */
 export type GatewayConfig = Readonly<
-  Omit<Env, 'TRUST_PROXY' | 'OTP_SECRET' | 'JWT_PRIVATE_KEY_FILE' | 'CORS_ORIGINS'> & {
-    TRUST_PROXY: ReturnType<typeof parseTrustProxy>;
-    CORS_ORIGINS: string[];
-    OTP_SECRET: string;
-    JWT_PRIVATE_KEY_FILE: string;
+  Omit<Env, 'http' | 'otp' | 'jwt' | 'console'> & {
+    http: Omit<Env['http'], 'trustProxy' | 'corsOrigins'> & { trustProxy: TrustProxy; corsOrigins: string[] };
+    otp: Env['otp'] & { secret: string };
+    jwt: Env['jwt'] & { privateKeyFile: string };
+    console: Env['console'] & { dir: string };
   }
 >;
 
 /** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  const parsed = readEnv(ConfigSchema, env);
-  requireInProduction(parsed, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']]);
+  const config = readConfig(GatewayConfigSchema, env);
+  requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']]);
   return Object.freeze({
-    ...parsed,
-    TRUST_PROXY: parseTrustProxy(parsed.TRUST_PROXY),
-    CORS_ORIGINS: parseOrigins(parsed.CORS_ORIGINS),
-    OTP_SECRET: parsed.OTP_SECRET ?? DEVELOPMENT_OTP_SECRET,
-    JWT_PRIVATE_KEY_FILE:
-      parsed.JWT_PRIVATE_KEY_FILE ?? path.join(os.homedir(), '.cache', 'tessera', 'dev-signing-key.pem'),
+    ...config,
+    http: Object.freeze({
+      ...config.http,
+      trustProxy: parseTrustProxy(config.http.trustProxy),
+      corsOrigins: Object.freeze(parseOrigins(config.http.corsOrigins)) as string[],
+    }),
+    otp: Object.freeze({ ...config.otp, secret: config.otp.secret ?? DEVELOPMENT_OTP_SECRET }),
+    jwt: Object.freeze({
+      ...config.jwt,
+      privateKeyFile:
+        config.jwt.privateKeyFile ?? path.join(os.homedir(), '.cache', 'tessera', 'dev-signing-key.pem'),
+    }),
+    console: Object.freeze({ ...config.console, dir: config.console.dir ?? CONSOLE_BUILD }),
   });
 }
 
-function parseTrustProxy(value: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+function parseTrustProxy(value: string): TrustProxy {
   if (value === 'true' || value === 'false') return value === 'true';
   // A hop count: trust that many proxies in front of the gateway.
   if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);

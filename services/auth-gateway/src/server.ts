@@ -1,10 +1,13 @@
 import { loadOrExit } from '@tessera/config';
-import { shutdownTelemetry } from '@tessera/telemetry';
-import closeWithGrace from 'close-with-grace';
+import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
+import { readinessChecks } from './modules/health/readiness.ts';
 
-/** The gateway process: configuration, listen, graceful close on SIGINT/SIGTERM. */
+/**
+ * The gateway process: configuration, the public port, the operations port (metrics and health, for
+ * Prometheus and the orchestrator only), and a graceful close on SIGINT/SIGTERM.
+ */
 const config = loadOrExit(loadConfig);
 
 const app = await buildApp(config).catch((error: Error) => {
@@ -12,18 +15,27 @@ const app = await buildApp(config).catch((error: Error) => {
   process.exit(1);
 });
 
-closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-  if (err) app.log.error({ err }, 'closing after an error');
-  else app.log.info({ signal }, 'closing');
-  // A keep-alive connection goes idle once its last request is answered: close it then, not when the
-  // client gets round to it.
-  const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
-  try {
-    await app.close();
-  } finally {
-    clearInterval(closeIdle);
-  }
-  await shutdownTelemetry();
+const operations = await startOperationsServer({
+  host: config.http.opsHost,
+  port: config.http.opsPort,
+  checks: readinessChecks(app.db, app.redis),
 });
 
-await app.listen({ port: config.PORT, host: config.HOST });
+closeGracefully({
+  timeoutMs: config.shutdownTimeout * 1000,
+  log: app.log,
+  async close() {
+    // A keep-alive connection goes idle once its last request is answered: close it then, not when
+    // the client gets round to it. Requests arriving meanwhile are answered 503 (plugins/draining).
+    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearInterval(closeIdle);
+    }
+    await operations.close();
+  },
+});
+
+await app.listen({ port: config.http.port, host: config.http.host });
+app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');

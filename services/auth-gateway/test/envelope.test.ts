@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { body, post, startGateway, type TestGateway } from './helpers.ts';
@@ -177,5 +178,55 @@ describe('every response is the envelope, straight from the socket', () => {
     const { head, json } = only(response);
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expectErrorEnvelope(json, 400, 'Validation failed');
+  });
+});
+
+describe('a 2 MiB body', () => {
+  it('gets the 413 envelope every time, with or without Content-Length, never a reset', async () => {
+    const server = await startGateway();
+    try {
+      await server.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = server.app.server.address() as AddressInfo;
+      // A client uploading at its own pace: the refusal comes while it is still writing.
+      const upload = async (chunked: boolean) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let answer = '';
+        let failure: Error | undefined;
+        socket.on('data', (chunk: Buffer) => {
+          answer += chunk;
+        });
+        socket.on('error', (error) => {
+          failure = error;
+        });
+        const closed = once(socket, 'close');
+        const length = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${2 * 1024 * 1024}`;
+        socket.write(
+          `POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n${length}\r\n\r\n`,
+        );
+        const piece = Buffer.alloc(64 * 1024, 'a');
+        for (let i = 0; i < 32 && !failure; i++) {
+          socket.write(
+            chunked ? Buffer.concat([Buffer.from('10000\r\n'), piece, Buffer.from('\r\n')]) : piece,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        socket.end(chunked ? '0\r\n\r\n' : '');
+        await closed;
+        return { answer, failure };
+      };
+      for (let i = 0; i < 3; i++)
+        for (const chunked of [false, true]) {
+          const { answer, failure } = await upload(chunked);
+          const where = `${chunked ? 'chunked' : 'content-length'} #${i}`;
+          expect(failure, where).toBeUndefined();
+          expect(answer, where).toMatch(/^HTTP\/1\.1 413 /);
+          expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n'))), where).toMatchObject({
+            statusCode: 413,
+            errors: ['Payload too large', 'Request body is too large'],
+          });
+        }
+    } finally {
+      await server.close();
+    }
   });
 });

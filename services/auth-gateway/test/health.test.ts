@@ -1,5 +1,5 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from '../src/app.ts';
 import { body, post, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
@@ -38,20 +38,32 @@ describe('when Redis goes away', () => {
 
 describe('when Postgres goes away during a sign-in', () => {
   it('answers 503 and gives the code back for a retry', async () => {
-    // A second gateway on the same database and Redis, whose Postgres pool is then closed.
-    const broken = await buildApp(gateway.config);
+    // A real outage of this file's database: no new connections, and the open ones cut.
+    const url = new URL(gateway.config.database.url);
+    const database = url.pathname.slice(1);
+    url.pathname = '/postgres';
+    const admin = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    const name = admin.escapeIdentifier(database);
+    const email = 'yan@example.com';
     try {
-      const email = 'yan@example.com';
       const { code } = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
-      await broken.db.destroy();
-      const failed = await post(broken, '/api/v1/auth/verify-otp-email', { email, code });
+      await admin.query(`alter database ${name} allow_connections false`);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [
+        database,
+      ]);
+      const failed = await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code });
       expect(failed.statusCode).toBe(503);
       expect(body(failed).errors).toEqual(['Service unavailable']);
+      expect(failed.headers['retry-after']).toBe('5');
+
+      await admin.query(`alter database ${name} allow_connections true`);
       expect((await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code })).statusCode).toBe(
         200,
       );
     } finally {
-      await broken.close();
+      await admin.query(`alter database ${name} allow_connections true`).catch(() => undefined);
+      await admin.end();
     }
   });
 });

@@ -46,7 +46,7 @@ export async function startGateway(
     ...GENEROUS_LIMITS,
     ...env,
   });
-  const app = await buildApp(config, { clock, logStream });
+  const app = await buildApp(config, { clock, logStream, checkResponses: true });
   return {
     app,
     config,

@@ -88,7 +88,7 @@ describe('security headers', () => {
   it('hookless headers are exactly what helmet sets, in every environment', async () => {
     for (const gateway of [withCors, production]) {
       const response = await gateway.app.inject({ method: 'GET', url: '/health/live' });
-      const expected = hooklessSecurityHeaders(gateway.config.APP_ENV);
+      const expected = hooklessSecurityHeaders(gateway.config.env);
       const names = [
         ...Object.keys(expected),
         'strict-transport-security',
@@ -210,7 +210,7 @@ describe('CORS', () => {
   });
 
   it('sends no CORS headers at all when CORS_ORIGINS is empty', async () => {
-    expect(production.config.CORS_ORIGINS).toEqual([]);
+    expect(production.config.http.corsOrigins).toEqual([]);
     for (const origin of [APP, OTHER, 'null']) {
       const simple = await production.app.inject({ method: 'GET', url: '/health/live', headers: { origin } });
       expect(simple.statusCode).toBe(200);

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AppOptions, buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateSigningKeyPem, signingKeyFromPem } from '../src/modules/tokens/keys.ts';
-import { loadTokenKeys } from '../src/plugins/auth.ts';
+import { loadTokenKeys } from '../src/modules/tokens/load-keys.ts';
 import {
   bearer,
   body,
@@ -46,11 +46,11 @@ afterAll(async () => {
 const sharedEnv = (env: Record<string, string>) => ({
   APP_ENV: 'test',
   LOG_LEVEL: 'silent',
-  DATABASE_URL: base.config.DATABASE_URL,
-  REDIS_URL: base.config.REDIS_URL,
-  REDIS_KEY_PREFIX: base.config.REDIS_KEY_PREFIX,
-  BULLMQ_PREFIX: base.config.BULLMQ_PREFIX,
-  OTP_SECRET: base.config.OTP_SECRET,
+  DATABASE_URL: base.config.database.url,
+  REDIS_URL: base.config.redis.url,
+  REDIS_KEY_PREFIX: base.config.redis.keyPrefix,
+  BULLMQ_PREFIX: base.config.mail.queuePrefix,
+  OTP_SECRET: base.config.otp.secret,
   ...GENEROUS_LIMITS,
   ...env,
 });
@@ -156,7 +156,10 @@ describe('key rotation', () => {
 });
 
 describe('bad key material', () => {
-  const keysOf = (env: Record<string, string>) => loadTokenKeys(loadConfig(sharedEnv(env)));
+  const keysOf = (env: Record<string, string>) => {
+    const config = loadConfig(sharedEnv(env));
+    return loadTokenKeys(config.jwt, config.env !== 'production');
+  };
 
   it('fails with one line naming the variable (and the file)', async () => {
     const rsaFile = path.join(dir, 'rsa.pem');
@@ -249,7 +252,7 @@ describe('bad key material', () => {
 
 describe('JWT_CLOCK_TOLERANCE', () => {
   it('accepts a token expired less than the tolerance ago (30 s by default) and refuses one expired longer ago', async () => {
-    const ttl = base.config.ACCESS_TOKEN_TTL;
+    const ttl = base.config.jwt.accessTokenTtl;
     // Signed in the past so that the token expired 20 s ago (verification reads the wall clock).
     const clock = manualClock(new Date(Date.now() - (ttl + 20) * 1000));
     const app = await instance({ JWT_PRIVATE_KEY: K1 }, { clock });

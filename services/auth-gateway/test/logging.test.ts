@@ -53,8 +53,8 @@ describe('logs', () => {
 
   it('do not carry the job data of a failed enqueue, which holds the code', async () => {
     // A key of the wrong type where BullMQ keeps the queue's metadata makes every enqueue fail.
-    const metaKey = `${gateway.config.BULLMQ_PREFIX}:email:meta`;
-    const redis = new Redis(gateway.config.REDIS_URL);
+    const metaKey = `${gateway.config.mail.queuePrefix}:email:meta`;
+    const redis = new Redis(gateway.config.redis.url);
     await redis.set(metaKey, 'not-a-hash');
     try {
       lines.length = 0;

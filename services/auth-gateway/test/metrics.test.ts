@@ -1,20 +1,45 @@
+import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { readinessChecks } from '../src/modules/health/readiness.ts';
+import { body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // Metrics are process-wide: this file runs one gateway, and reads counters as differences.
 const clock = manualClock();
 let gateway: TestGateway;
+let operations: OperationsServer;
 beforeAll(async () => {
   gateway = await startGateway({}, { clock });
+  // The operations port as server.ts starts it, on a free port.
+  operations = await startOperationsServer({
+    host: '127.0.0.1',
+    port: 0,
+    checks: readinessChecks(gateway.app.db, gateway.app.redis),
+  });
 });
-afterAll(() => gateway.close());
+afterAll(async () => {
+  await operations.close();
+  await gateway.close();
+});
 
 async function scrape(): Promise<string> {
-  const response = await gateway.app.inject({ url: '/metrics' });
-  expect(response.statusCode).toBe(200);
-  expect(response.headers['content-type']).toMatch(/^text\/plain/);
-  return response.body;
+  const response = await fetch(`${operations.url}/metrics`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+  return response.text();
 }
+
+describe('the operations port', () => {
+  it('serves /metrics and the probes; the public port answers /metrics with the 404 envelope', async () => {
+    const ready = await fetch(`${operations.url}/health/ready`);
+    expect(await ready.json()).toMatchObject({ statusCode: 200, data: { postgres: 'up', redis: 'up' } });
+    const publicMetrics = await gateway.app.inject({ url: '/metrics' });
+    expect(publicMetrics.statusCode).toBe(404);
+    expect(body(publicMetrics)).toMatchObject({
+      isSuccess: false,
+      errors: ['Resource not found', 'No route GET /metrics'],
+    });
+  });
+});
 
 /** The value of one series, 0 when it has not appeared yet. */
 function value(text: string, series: string): number {
@@ -29,7 +54,7 @@ describe('GET /metrics', () => {
     await post(gateway.app, '/api/v1/auth/verify-otp-email', { email: 'metrics@example.com', code });
     const rotated = await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
-    clock.advance(gateway.config.REFRESH_REUSE_GRACE + 1);
+    clock.advance(gateway.config.sessions.refreshReuseGrace + 1);
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: 'x'.repeat(43) });
     expect(rotated.statusCode).toBe(200);

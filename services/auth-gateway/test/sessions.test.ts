@@ -280,10 +280,10 @@ describe('DELETE /api/v1/auth/sessions/{id}', () => {
 
 describe('a revocation whose Redis delete was lost', () => {
   const sessionKey = (accessToken: string) =>
-    `${gateway.config.REDIS_KEY_PREFIX}session:${sidOf(accessToken)}`;
+    `${gateway.config.redis.keyPrefix}session:${sidOf(accessToken)}`;
 
   it('is completed by retrying logout, revoke or sign-out', async () => {
-    const inspector = new Redis(gateway.config.REDIS_URL);
+    const inspector = new Redis(gateway.config.redis.url);
     try {
       // Puts the session's key back, as if the delete had failed after the database commit.
       const lose = async (accessToken: string) => {
@@ -339,7 +339,7 @@ describe('authenticating a request', () => {
         headers: bearer(accessToken),
       });
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toMatchObject({ sub: user._id, sid: sidOf(accessToken) });
+      expect(response.json().data).toMatchObject({ sub: user._id, sid: sidOf(accessToken) });
       // The general rate limit's counter (a script), then the session check.
       expect(commands.mock.calls.map(([command]) => command.name)).toEqual(['evalsha', 'exists']);
     } finally {

@@ -13,10 +13,10 @@ let redis: Redis;
 beforeAll(async () => {
   gateway = await startGateway({ TRUST_PROXY: 'true' });
   queue = new Queue(EMAIL_QUEUE, {
-    connection: { url: gateway.config.REDIS_URL },
-    prefix: gateway.config.BULLMQ_PREFIX,
+    connection: { url: gateway.config.redis.url },
+    prefix: gateway.config.mail.queuePrefix,
   });
-  redis = new Redis(gateway.config.REDIS_URL);
+  redis = new Redis(gateway.config.redis.url);
 });
 afterAll(async () => {
   await queue.close();
@@ -30,7 +30,7 @@ const verify = (email: string, code: string, headers: Record<string, string> = {
 const wrongCode = (code: string) => String((Number(code) + 1) % 10_000).padStart(4, '0');
 
 async function redisEntries(): Promise<string> {
-  const keys = await redis.keys(`${gateway.config.REDIS_KEY_PREFIX}*`);
+  const keys = await redis.keys(`${gateway.config.redis.keyPrefix}*`);
   const values = await Promise.all(
     keys.map(async (key) =>
       (await redis.type(key)) === 'hash' ? JSON.stringify(await redis.hgetall(key)) : '',
@@ -206,6 +206,30 @@ describe('POST /api/v1/auth/verify-otp-email', () => {
       const response = await verify('nina@example.com', code);
       expect(response.statusCode).toBe(400);
       expect(body(response).errors[1]).toMatch(/^body\.code /);
+    }
+  });
+});
+
+describe('when the code email cannot be queued', () => {
+  it('answers 503 without burning the resend cooldown, and the next try is sent', async () => {
+    const strict = await startGateway({ OTP_RESEND_COOLDOWN: '60' });
+    try {
+      const email = 'queue-down@example.com';
+      // The queue's own Redis connection drops (the gateway's other connection stays up).
+      const connection = strict.app.mailQueue.opts.connection as Redis;
+      connection.disconnect();
+      const failed = await post(strict.app, SEND, { email });
+      expect(failed.statusCode).toBe(503);
+      expect(body(failed).errors).toEqual(['Service unavailable']);
+      expect(failed.headers['retry-after']).toBe('5');
+
+      await connection.connect();
+      const retried = await post(strict.app, SEND, { email });
+      expect(retried.statusCode).toBe(200);
+      // The cooldown counts the send that happened, not the one that failed.
+      expect((await post(strict.app, SEND, { email })).statusCode).toBe(429);
+    } finally {
+      await strict.close();
     }
   });
 });

@@ -72,7 +72,7 @@ describe('access tokens', () => {
       tamperSignature(accessToken),
       ...['aud', 'iss'].map((claim) => {
         const { [claim]: _dropped, ...rest } = claims;
-        return createSigner({ key: gateway.config.JWT_PRIVATE_KEY, algorithm: 'EdDSA', kid: header.kid })(
+        return createSigner({ key: gateway.config.jwt.privateKey, algorithm: 'EdDSA', kid: header.kid })(
           rest,
         );
       }),

@@ -1,6 +1,7 @@
-import { ConfigError } from '@tessera/config';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, configTable, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.ts';
+import { loadConfig, MailerConfigSchema } from './config.ts';
 
 /** The one-line message an operator sees when the mailer refuses to start. */
 function startupError(env: NodeJS.ProcessEnv): string {
@@ -43,9 +44,7 @@ describe('loadConfig', () => {
 
   it('names an operations knob out of range', () => {
     expect(startupError({ MAILER_RATE_LIMIT: '-1' })).toMatch(/^Invalid configuration: MAILER_RATE_LIMIT /);
-    expect(startupError({ MAILER_SHUTDOWN_TIMEOUT: '0' })).toMatch(
-      /^Invalid configuration: MAILER_SHUTDOWN_TIMEOUT /,
-    );
+    expect(startupError({ SHUTDOWN_TIMEOUT: '0' })).toMatch(/^Invalid configuration: SHUTDOWN_TIMEOUT /);
     expect(startupError({ MAILER_METRICS_PORT: '70000' })).toMatch(
       /^Invalid configuration: MAILER_METRICS_PORT /,
     );
@@ -53,21 +52,32 @@ describe('loadConfig', () => {
 
   it('has operations defaults: metrics on 0.0.0.0:9464, no rate limit, 30 s to finish jobs on SIGTERM', () => {
     expect(loadConfig({})).toMatchObject({
-      MAILER_METRICS_HOST: '0.0.0.0',
-      MAILER_METRICS_PORT: 9464,
-      MAILER_RATE_LIMIT: 0,
-      MAILER_SHUTDOWN_TIMEOUT: 30,
+      ops: { host: '0.0.0.0', port: 9464 },
+      worker: { rateLimit: 0 },
+      shutdownTimeout: 30,
     });
     expect(loadConfig({ MAILER_RATE_LIMIT: '50', MAILER_METRICS_PORT: '0' })).toMatchObject({
-      MAILER_RATE_LIMIT: 50,
-      MAILER_METRICS_PORT: 0,
+      worker: { rateLimit: 50 },
+      ops: { port: 0 },
     });
   });
 
   it('starts in development with no mail server, writing to the outbox', () => {
     const config = loadConfig({ MAILER_CONCURRENCY: '10' });
-    expect(config).toMatchObject({ APP_ENV: 'development', MAILER_CONCURRENCY: 10, BULLMQ_PREFIX: 'bull' });
-    expect(config.SMTP_URL).toBeUndefined();
-    expect(config.MAIL_OUTBOX_DIR).toMatch(/tessera[/\\]outbox$/);
+    expect(config).toMatchObject({
+      env: 'development',
+      worker: { concurrency: 10 },
+      queue: { prefix: 'bull' },
+    });
+    expect(config.smtp.url).toBeUndefined();
+    expect(config.smtp.outboxDir).toMatch(/tessera[/\\]outbox$/);
+  });
+});
+
+describe('the README', () => {
+  it('documents every variable with its default, as the schema says (UPDATE_README=1 rewrites it)', () => {
+    const readme = fileURLToPath(new URL('../../../README.md', import.meta.url));
+    const table = configTable(MailerConfigSchema);
+    expect(readmeSection(readme, 'config:mailer', process.env.UPDATE_README ? table : undefined)).toBe(table);
   });
 });

@@ -1,42 +1,93 @@
 import os from 'node:os';
 import path from 'node:path';
-import { AppEnv, LogLevel, readEnv, requireInProduction } from '@tessera/config';
+import { readConfig, requireInProduction, shared, variable } from '@tessera/config';
 import { type Static, Type } from 'typebox';
 
-const ConfigSchema = Type.Object({
-  APP_ENV: AppEnv,
-  LOG_LEVEL: LogLevel,
-  REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379' }),
-  BULLMQ_PREFIX: Type.String({ default: 'bull' }),
-  /** `smtp://user:pass@host:587` or `smtps://…:465`. Unset in development: mail goes to MAIL_OUTBOX_DIR. */
-  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
-  MAIL_FROM: Type.String({ default: 'Tessera <no-reply@tessera.localhost>' }),
-  MAIL_OUTBOX_DIR: Type.String({ default: path.join(os.homedir(), '.cache', 'tessera', 'outbox') }),
-  /** Jobs one mailer process works on at once. */
-  MAILER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
-  /** Most emails sent per second by all mailer processes together (BullMQ's limiter is global); 0: no limit. */
-  MAILER_RATE_LIMIT: Type.Integer({ minimum: 0, maximum: 100_000, default: 0 }),
-  /** Seconds SIGTERM waits for active jobs to finish before the process gives up and exits 1. */
-  MAILER_SHUTDOWN_TIMEOUT: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
-  /** Port of `/metrics` and `/health/*`; 0 picks a free one. */
-  MAILER_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65_535, default: 9464 }),
-  MAILER_METRICS_HOST: Type.String({ default: '0.0.0.0' }),
+const queue = Type.Object({ redisUrl: shared.redisUrl, prefix: shared.bullmqPrefix });
+
+/** Every setting of the mailer: where it lives in the configuration and which variable sets it. */
+export const MailerConfigSchema = Type.Object({
+  env: shared.appEnv,
+  log: Type.Object({ level: shared.logLevel }),
+  shutdownTimeout: shared.shutdownTimeout,
+  queue,
+  smtp: Type.Object({
+    url: Type.Optional(
+      variable(
+        'SMTP_URL',
+        Type.String({
+          pattern: '^smtps?://',
+          description:
+            '`smtp://user:pass@host:587` or `smtps://…:465`. Required in production; unset in development, mail goes to the outbox.',
+        }),
+      ),
+    ),
+    from: variable(
+      'MAIL_FROM',
+      Type.String({
+        default: 'Tessera <no-reply@tessera.localhost>',
+        description: 'Sender. Required in production.',
+      }),
+    ),
+    outboxDir: variable(
+      'MAIL_OUTBOX_DIR',
+      Type.String({
+        default: path.join(os.homedir(), '.cache', 'tessera', 'outbox'),
+        description: 'Where development mail goes as `.eml` files when `SMTP_URL` is unset.',
+      }),
+    ),
+  }),
+  worker: Type.Object({
+    concurrency: variable(
+      'MAILER_CONCURRENCY',
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: 5,
+        description: 'Jobs one mailer process sends at once.',
+      }),
+    ),
+    rateLimit: variable(
+      'MAILER_RATE_LIMIT',
+      Type.Integer({
+        minimum: 0,
+        maximum: 100_000,
+        default: 0,
+        description:
+          "Most emails per second, all mailer processes together (BullMQ's limiter); `0` = no limit.",
+      }),
+    ),
+  }),
+  ops: Type.Object({
+    port: variable(
+      'MAILER_METRICS_PORT',
+      Type.Integer({
+        minimum: 0,
+        maximum: 65_535,
+        default: 9464,
+        description: 'Port of `/metrics`, `/health/live` and `/health/ready`; `0` picks a free one.',
+      }),
+    ),
+    host: variable(
+      'MAILER_METRICS_HOST',
+      Type.String({ default: '0.0.0.0', description: 'Address of that port.' }),
+    ),
+  }),
 });
 
-export type MailerConfig = Readonly<Static<typeof ConfigSchema>>;
+export type MailerConfig = Static<typeof MailerConfigSchema>;
 
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
-  const config = readEnv(ConfigSchema, env);
+  const config = readConfig(MailerConfigSchema, env);
   // Checked on the raw environment: MAIL_FROM has a default that production must not rely on.
   requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM']]);
   return config;
 }
 
-const QueueConfigSchema = Type.Pick(ConfigSchema, ['REDIS_URL', 'BULLMQ_PREFIX']);
-export type QueueConfig = Readonly<Static<typeof QueueConfigSchema>>;
+export type QueueConfig = Static<typeof queue>;
 
 /** Just where the queue is, for the operator commands: they need no SMTP settings, even in production. */
 export function loadQueueConfig(env: NodeJS.ProcessEnv = process.env): QueueConfig {
-  return readEnv(QueueConfigSchema, env);
+  return readConfig(queue, env);
 }

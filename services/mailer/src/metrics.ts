@@ -1,14 +1,13 @@
 import type { ObservableResult } from '@opentelemetry/api';
-import { meter } from '@tessera/telemetry';
+import { meter, withTimeout } from '@tessera/telemetry';
 import type { Queue } from 'bullmq';
-import { withTimeout } from './with-timeout.ts';
 
 const OUTCOMES = ['sent', 'failed', 'retried', 'skipped_expired'] as const;
 
 /** `tessera_emails_total{outcome}` in Prometheus. */
 export const emails = meter.createCounter<{ outcome: (typeof OUTCOMES)[number] }>('tessera.emails', {
   description:
-    'Code emails by outcome: sent, failed (no attempt left), retried (a failed attempt that will be retried) or skipped_expired',
+    'Emails (codes, account notices) by outcome: sent, failed (no attempt left), retried (a failed attempt that will be retried) or skipped_expired',
 });
 // Every series from the start, so that rate() and alerts see the first email too.
 for (const outcome of OUTCOMES) emails.add(0, { outcome });

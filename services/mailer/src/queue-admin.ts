@@ -1,4 +1,4 @@
-import type { SendOtpJobData } from '@tessera/contracts';
+import { SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
 import type { Job, Queue } from 'bullmq';
 import { maskEmail } from './mask.ts';
 
@@ -61,8 +61,10 @@ export async function queueStatus(queue: EmailQueue, now: Date): Promise<QueueSt
 export async function retryFailed(queue: EmailQueue, now: Date, id?: string): Promise<RetryReport> {
   const report: RetryReport = { retried: 0, skippedExpired: 0, skippedRedacted: 0 };
   const retry = async (job: Job<SendOtpJobData>) => {
-    if (!(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
-    else if (REDACTED.test(String(job.data?.code))) report.skippedRedacted += 1;
+    // Only a code email expires or is redacted; the worker itself skips an outdated account notice.
+    const code = job.name === SEND_OTP_JOB;
+    if (code && !(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
+    else if (code && REDACTED.test(String(job.data?.code))) report.skippedRedacted += 1;
     else {
       // A new delivery with the job's whole retry policy, as if just queued.
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });

@@ -29,7 +29,7 @@ export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = proce
   try {
     const config = loadQueueConfig(env);
     // One try, no reconnecting: an operator wants an answer, not a hang.
-    redis = new Redis(config.REDIS_URL, {
+    redis = new Redis(config.redisUrl, {
       lazyConnect: true,
       connectTimeout: 5000,
       maxRetriesPerRequest: 1,
@@ -40,14 +40,14 @@ export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = proce
       cause = error;
     });
     await redis.connect().catch((error: Error) => {
-      throw new Error(`cannot reach Redis at ${where(config.REDIS_URL)}: ${(cause ?? error).message}`);
+      throw new Error(`cannot reach Redis at ${where(config.redisUrl)}: ${(cause ?? error).message}`);
     });
-    queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection: redis, prefix: config.BULLMQ_PREFIX });
+    queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection: redis, prefix: config.prefix });
     queue.on('error', () => {}); // every failure also rejects the command that met it, reported below
     const now = new Date();
     if (command === 'status') {
       const status = await queueStatus(queue, now);
-      console.log(json ? JSON.stringify(status, null, 2) : formatStatus(status, config.BULLMQ_PREFIX));
+      console.log(json ? JSON.stringify(status, null, 2) : formatStatus(status, config.prefix));
     } else {
       const report = await retryFailed(queue, now, id);
       console.log(json ? JSON.stringify(report, null, 2) : formatRetry(report));

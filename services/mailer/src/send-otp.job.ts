@@ -1,8 +1,8 @@
 import type { SendOtpJobData } from '@tessera/contracts';
-import { UnrecoverableError } from 'bullmq';
+import { deliver, type EmailResult } from './deliver.ts';
 import type { Email, MailTransport } from './transport.ts';
 
-export type SendOtpResult = { sent: true } | { skipped: 'expired' };
+export type SendOtpResult = EmailResult;
 
 /** The code email: the code in the subject and in both bodies. */
 export function composeOtpEmail({ to, code, expiresAt }: SendOtpJobData, now: Date): Email {
@@ -31,14 +31,6 @@ export async function sendOtp(
   now: Date,
 ): Promise<SendOtpResult> {
   if (Date.parse(data.expiresAt) <= now.getTime()) return { skipped: 'expired' };
-  try {
-    await transport.send(composeOtpEmail(data, now));
-  } catch (error) {
-    const responseCode = (error as { responseCode?: number }).responseCode;
-    if (responseCode !== undefined && responseCode >= 500) {
-      throw new UnrecoverableError(`SMTP rejected the message permanently (${responseCode})`);
-    }
-    throw error;
-  }
+  await deliver(transport, composeOtpEmail(data, now));
   return { sent: true };
 }

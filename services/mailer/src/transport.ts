@@ -25,7 +25,7 @@ export interface MailTransport {
  * Every send is traced (smtp-span.ts).
  */
 export function createTransport(config: MailerConfig): MailTransport {
-  const transport = config.SMTP_URL ? smtpTransport(config.SMTP_URL, config) : outboxTransport(config);
+  const transport = config.smtp.url ? smtpTransport(config.smtp.url, config) : outboxTransport(config);
   return {
     ...transport,
     send: (email) => inSmtpSpan(email.to, transport.delivery, () => transport.send(email)),
@@ -37,7 +37,7 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
   return {
     delivery: 'smtp',
     async send(email) {
-      await smtp.sendMail({ from: config.MAIL_FROM, ...email });
+      await smtp.sendMail({ from: config.smtp.from, ...email });
     },
     async verify() {
       await smtp.verify();
@@ -51,10 +51,10 @@ function outboxTransport(config: MailerConfig): MailTransport {
   return {
     delivery: 'outbox',
     async send(email) {
-      const info = await outbox.sendMail({ from: config.MAIL_FROM, ...email });
-      await fs.mkdir(config.MAIL_OUTBOX_DIR, { recursive: true, mode: 0o700 });
+      const info = await outbox.sendMail({ from: config.smtp.from, ...email });
+      await fs.mkdir(config.smtp.outboxDir, { recursive: true, mode: 0o700 });
       const file = path.join(
-        config.MAIL_OUTBOX_DIR,
+        config.smtp.outboxDir,
         `${new Date().toISOString().replaceAll(':', '-')}-${email.to}.eml`,
       );
       await fs.writeFile(file, info.message as Buffer, { mode: 0o600 });

@@ -1,13 +1,24 @@
-import { EMAIL_QUEUE, REDACTED_CODE, SEND_OTP_JOB, SendOtpJobData } from '@tessera/contracts';
+import {
+  DELETION_CANCELLED_JOB,
+  DELETION_SCHEDULED_JOB,
+  EMAIL_JOB_DATA,
+  EMAIL_QUEUE,
+  type EmailJobName,
+  type EmailJobs,
+  REDACTED_CODE,
+  SEND_OTP_JOB,
+} from '@tessera/contracts';
+import { closeRedis, createRedis } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
 import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Value } from 'typebox/value';
 import type { MailerConfig } from './config.ts';
+import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.job.ts';
+import type { EmailResult } from './deliver.ts';
 import { maskEmail } from './mask.ts';
 import { emails, observeQueueJobs } from './metrics.ts';
-import { type SendOtpResult, sendOtp } from './send-otp.job.ts';
+import { sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';
 
 export interface MailWorkerOptions {
@@ -17,60 +28,81 @@ export interface MailWorkerOptions {
   now?: () => Date;
 }
 
+type EmailJobData = EmailJobs[EmailJobName];
+type Sender<N extends EmailJobName> = (
+  data: EmailJobs[N],
+  transport: MailTransport,
+  now: Date,
+) => Promise<EmailResult>;
+
+/** What sends each job of the `email` queue, by job name. */
+const SENDERS: { [N in EmailJobName]: Sender<N> } = {
+  [SEND_OTP_JOB]: sendOtp,
+  [DELETION_SCHEDULED_JOB]: sendDeletionScheduled,
+  [DELETION_CANCELLED_JOB]: sendDeletionCancelled,
+};
+
+const isEmailJob = (name: string): name is EmailJobName => Object.hasOwn(SENDERS, name);
+
+/** Checks a job's data against the contract, then sends it with the sender of its name. */
+function send<N extends EmailJobName>(name: N, data: unknown, transport: MailTransport, now: Date) {
+  if (!Value.Check(EMAIL_JOB_DATA[name], data)) throw new UnrecoverableError(`Malformed ${name} job data`);
+  return SENDERS[name](data as EmailJobs[N], transport, now);
+}
+
 /** Whether a failed attempt was the job's last, given the attempts counted so far (this one included). */
 const isLastAttempt = (job: Job, error: unknown, attemptsCounted: number) =>
   error instanceof UnrecoverableError || attemptsCounted >= (job.opts.attempts ?? 1);
 
 /** The BullMQ worker of the `email` queue; run as many mailer processes as the queue needs. */
 export function createMailWorker({ config, transport, logger, now = () => new Date() }: MailWorkerOptions) {
-  // Workers block on Redis and must retry forever (BullMQ's production guide).
-  const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  // The worker itself reports connection errors ('error' below).
+  const connection = createRedis(config.queue.redisUrl, 'worker', () => {});
 
-  const worker = new Worker<SendOtpJobData, SendOtpResult>(
+  const worker = new Worker<EmailJobData, EmailResult>(
     EMAIL_QUEUE,
     async (job) => {
-      if (job.name !== SEND_OTP_JOB) throw new UnrecoverableError(`Unknown job ${job.name}`);
+      const { name } = job;
+      if (!isEmailJob(name)) throw new UnrecoverableError(`Unknown job ${name}`);
       try {
-        if (!Value.Check(SendOtpJobData, job.data))
-          throw new UnrecoverableError('Malformed send-otp job data');
-        const result = await sendOtp(job.data, transport, now());
+        const result = await send(name, job.data, transport, now());
         emails.add(1, { outcome: 'sent' in result ? 'sent' : 'skipped_expired' });
-        logger.info({ jobId: job.id, to: maskEmail(job.data.to), ...result }, 'send-otp done');
+        logger.info({ jobId: job.id, to: maskEmail(job.data.to), ...result }, `${name} done`);
         return result;
       } catch (error) {
         // The last attempt failed: the job is kept for inspection, so it must not keep a usable code.
         // BullMQ counts this attempt only after the processor returns.
-        if (isLastAttempt(job, error, job.attemptsMade + 1))
+        if (name === SEND_OTP_JOB && isLastAttempt(job, error, job.attemptsMade + 1))
           await job.updateData({ ...job.data, code: REDACTED_CODE });
         throw error;
       }
     },
     {
       connection,
-      prefix: config.BULLMQ_PREFIX,
-      concurrency: config.MAILER_CONCURRENCY,
+      prefix: config.queue.prefix,
+      concurrency: config.worker.concurrency,
       // BullMQ keeps the limiter in Redis: the maximum holds for all mailer processes together.
-      ...(config.MAILER_RATE_LIMIT > 0 && { limiter: { max: config.MAILER_RATE_LIMIT, duration: 1000 } }),
+      ...(config.worker.rateLimit > 0 && { limiter: { max: config.worker.rateLimit, duration: 1000 } }),
       // A job's span continues the trace of the request that queued it.
       telemetry: bullmqTelemetry(),
     },
   );
 
-  worker.on('failed', (job: Job<SendOtpJobData> | undefined, error: Error) => {
+  worker.on('failed', (job: Job<EmailJobData> | undefined, error: Error) => {
     if (!job) return;
     const final = isLastAttempt(job, error, job.attemptsMade);
     emails.add(1, { outcome: final ? 'failed' : 'retried' });
     logger.warn(
       { jobId: job.id, attempt: job.attemptsMade, final, reason: error.message },
-      'send-otp failed',
+      `${job.name} failed`,
     );
   });
   worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
 
   // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of
   // queueing commands as the worker's does.
-  const probe = new Redis(config.REDIS_URL, { enableOfflineQueue: false });
-  const queue = new Queue(EMAIL_QUEUE, { connection: probe, prefix: config.BULLMQ_PREFIX });
+  const probe = createRedis(config.queue.redisUrl, 'producer', () => {}, { lazyConnect: false });
+  const queue = new Queue(EMAIL_QUEUE, { connection: probe, prefix: config.queue.prefix });
   // The worker already reports Redis errors.
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
   const stopObserving = observeQueueJobs(queue);
@@ -85,10 +117,7 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
       await worker.close();
       stopObserving();
       await queue.close();
-      for (const client of [connection, probe]) {
-        if (client.status === 'ready') await client.quit();
-        else client.disconnect();
-      }
+      await Promise.all([closeRedis(connection), closeRedis(probe)]);
     },
   };
 }

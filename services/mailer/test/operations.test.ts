@@ -5,13 +5,13 @@ import {
   type SendOtpJobData,
   sendOtpJobId,
 } from '@tessera/contracts';
+import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { type OperationsServer, startOperationsServer } from '../src/operations-server.ts';
 import { createTransport, type MailTransport } from '../src/transport.ts';
 import { createMailWorker } from '../src/worker.ts';
 
@@ -37,8 +37,8 @@ beforeAll(async () => {
   transport = createTransport(config);
   mailWorker = createMailWorker({ config, transport, logger: pino({ level: 'silent' }) });
   operations = await startOperationsServer({
-    host: config.MAILER_METRICS_HOST,
-    port: config.MAILER_METRICS_PORT,
+    host: config.ops.host,
+    port: config.ops.port,
     checks: { redis: mailWorker.ping, smtp: transport.verify },
   });
   queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
@@ -146,7 +146,7 @@ describe('health', () => {
         isSuccess: false,
         statusCode: 503,
         data: null,
-        errors: ['redis is down'],
+        errors: ['Service unavailable', 'redis is down'],
         timestamp: expect.any(String),
       });
     } finally {
@@ -163,7 +163,7 @@ describe('health', () => {
     expect(JSON.parse(ready.body)).toMatchObject({
       isSuccess: false,
       statusCode: 503,
-      errors: ['smtp is down'],
+      errors: ['Service unavailable', 'smtp is down'],
     });
     expect((await get('/health/live')).status).toBe(200);
   });

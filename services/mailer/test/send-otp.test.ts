@@ -42,7 +42,7 @@ beforeAll(async () => {
   });
   transport = createTransport(config);
   // `base: null` drops pid and hostname, so no number in a log line can equal a code by chance.
-  const logger = pino({ level: config.LOG_LEVEL, base: null }, { write: (line: string) => lines.push(line) });
+  const logger = pino({ level: config.log.level, base: null }, { write: (line: string) => lines.push(line) });
   mailWorker = createMailWorker({ config, transport, logger });
   queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
     connection: { url: redis.url },
@@ -101,10 +101,11 @@ function settled(jobId: string, timeoutMs = 10_000): Promise<Outcome> {
       worker.off('failed', onFailed);
       resolve(outcome);
     };
-    const onCompleted = (job: Job<SendOtpJobData>, result: SendOtpResult) => {
+    // The worker takes every job of the queue; those of this file are send-otp jobs.
+    const onCompleted = (job: Job, result: SendOtpResult) => {
       if (job.id === jobId) finish({ state: 'completed', job, result });
     };
-    const onFailed = (job: Job<SendOtpJobData> | undefined, error: Error) => {
+    const onFailed = (job: Job | undefined, error: Error) => {
       if (job?.id !== jobId) return;
       job.getState().then((state) => {
         if (state === 'failed') finish({ state: 'failed', job, error });

@@ -1,56 +1,97 @@
-import { type ServerResponse, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError, failure, statusMessage } from '@tessera/contracts';
+import type { AppEnv } from '@tessera/config';
+import { DependencyUnavailableError, failure, statusMessage } from '@tessera/contracts';
+import { meter } from '@tessera/telemetry';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Clock } from '../clock.ts';
+import { type ErrorCode, GatewayError } from '../errors.ts';
 import { hooklessSecurityHeaders } from './http-security.ts';
 
-/** Details for the Fastify errors a client can cause; anything else says only its status message. */
-const FASTIFY_ERROR_DETAILS: Record<string, string> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: 'Body is not valid JSON',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
-  FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
+const errorsAnswered = meter.createCounter('tessera.errors', {
+  description: 'Error responses by the stable code of the error catalog',
+});
+
+/** The catalog entry of each Fastify error a client can cause. */
+const FASTIFY_ERRORS: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'INVALID_JSON',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'CONTENT_LENGTH_MISMATCH',
 };
 
-// Postgres connection-class and shutdown errors, the socket errors of any client, and a query
-// racing the gateway's own shutdown (pool already destroyed).
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENOTFOUND',
-  'EPIPE',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-]);
-const UNAVAILABLE_MESSAGES =
-  /enableOfflineQueue|Connection is closed|Connection terminated|timeout exceeded when trying to connect|MaxRetriesPerRequest|driver has already been destroyed/;
-
-function isDependencyUnavailable(error: FastifyError): boolean {
-  return (
-    (error.code !== undefined && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) ||
-    UNAVAILABLE_MESSAGES.test(error.message) ||
-    error.name === 'MaxRetriesPerRequestError'
-  );
+export interface ErrorHandlerOptions {
+  appEnv: AppEnv;
+  clock: Clock;
 }
 
-function send(reply: FastifyReply, status: number, details: string[]) {
+/** The catalog error that an error becomes, and what is logged of it. */
+function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error.validation) {
+    const where = error.validationContext ?? 'body';
+    return new GatewayError(
+      'VALIDATION_FAILED',
+      error.validation.map(
+        (v) => `${where}${v.instancePath.replaceAll('/', '.')} ${v.message ?? 'is invalid'}`,
+      ),
+    );
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const code = (error.code && FASTIFY_ERRORS[error.code]) || 'BAD_REQUEST';
+    const known = new GatewayError(code);
+    return known.statusCode === status ? known : Object.assign(known, { statusCode: status });
+  }
+  if (error instanceof DependencyUnavailableError) {
+    request.log.warn({ err: error }, `${error.dependency} unavailable`);
+    return new GatewayError('DEPENDENCY_UNAVAILABLE', [], 5);
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return new GatewayError('INTERNAL');
+}
+
+function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
+  errorsAnswered.add(1, { code: error.code });
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, error.retryAfter)));
   return reply
-    .status(status)
-    .send(failure(status, [statusMessage(status), ...details], reply.server.clock.now()));
+    .status(error.statusCode)
+    .send(failure(error.statusCode, [statusMessage(error.statusCode), ...error.details], clock.now()));
+}
+
+// A refused body is read and dropped up to this much (and this long) before the 413 goes out, so a
+// client still sending it gets the answer instead of a reset; beyond it the connection is cut.
+const DISCARD_BYTES = 16 * 1024 * 1024;
+const DISCARD_MS = 5000;
+
+function discardBody(raw: IncomingMessage): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => {
+      clearTimeout(timer);
+      raw.off('data', onData).off('end', done).off('error', done).off('close', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > DISCARD_BYTES) done();
+    };
+    const timer = setTimeout(done, DISCARD_MS);
+    raw.on('data', onData).on('end', done).on('error', done).on('close', done).resume();
+  });
 }
 
 /** Fastify's `frameworkErrors`: a malformed URL or header fails before routing, still enveloped. */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
-  // No hooks run for these, so the headers every other response gets are set here.
-  reply.headers(hooklessSecurityHeaders(reply.server.config.APP_ENV));
-  reply.header('x-request-id', request.id);
-  return send(reply, status, []);
+export function frameworkErrors({ appEnv, clock }: ErrorHandlerOptions) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // No hooks run for these, so the headers every other response gets are set here.
+    reply.headers(hooklessSecurityHeaders(appEnv));
+    reply.header('x-request-id', request.id);
+    const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
+    return send(reply, clock, Object.assign(new GatewayError('BAD_REQUEST'), { statusCode: status }));
+  };
 }
 
 /** Node's `clientError`: a request too broken to parse (bad request line, huge headers) gets an envelope too. */
@@ -76,42 +117,24 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   );
 }
 
-/** Turns every error and unknown route into the envelope; never shows internals on a 5xx. */
-export default fp(
-  async function errorHandler(app: FastifyInstance) {
+/** Turns every error and unknown route into the envelope of its catalog entry; never shows internals on a 5xx. */
+export default fp<ErrorHandlerOptions>(
+  async function errorHandler(app: FastifyInstance, { clock }) {
     app.setNotFoundHandler((request, reply) =>
-      send(reply, 404, [`No route ${request.method} ${request.url.split('?')[0]}`]),
+      send(
+        reply,
+        clock,
+        new GatewayError('ROUTE_NOT_FOUND', [`No route ${request.method} ${request.url.split('?')[0]}`]),
+      ),
     );
-
-    app.setErrorHandler((error: FastifyError, request, reply) => {
-      if (error instanceof AppError) {
-        if (error.retryAfter !== undefined)
-          reply.header('retry-after', String(Math.max(1, error.retryAfter)));
-        return send(reply, error.statusCode, error.details);
+    app.setErrorHandler(async (error: FastifyError, request, reply) => {
+      const answer = toGatewayError(error, request);
+      if (answer.code === 'BODY_TOO_LARGE') {
+        reply.header('connection', 'close');
+        await discardBody(request.raw);
       }
-      if (error.validation) {
-        const where = error.validationContext ?? 'body';
-        return send(
-          reply,
-          400,
-          error.validation.map(
-            (v) => `${where}${v.instancePath.replaceAll('/', '.')} ${v.message ?? 'is invalid'}`,
-          ),
-        );
-      }
-      const status = error.statusCode ?? 500;
-      if (status >= 400 && status < 500) {
-        const detail = error.code ? FASTIFY_ERROR_DETAILS[error.code] : undefined;
-        return send(reply, status, detail ? [detail] : []);
-      }
-      if (isDependencyUnavailable(error)) {
-        request.log.warn({ err: error }, 'dependency unavailable');
-        reply.header('retry-after', '5');
-        return send(reply, 503, []);
-      }
-      request.log.error({ err: error }, 'unhandled error');
-      return send(reply, 500, []);
+      return send(reply, clock, answer);
     });
   },
-  { name: 'error-handler', dependencies: ['config'] },
+  { name: 'error-handler' },
 );

@@ -1,8 +1,9 @@
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
-import { AppError } from '@tessera/contracts';
+import type { AppEnv } from '@tessera/config';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { GatewayError } from '../errors.ts';
 
 /** The one response a cache may keep: public keys, no secrets. Its route sets its own Cache-Control. */
 const JWKS_PATH = '/.well-known/jwks.json';
@@ -14,7 +15,7 @@ const HSTS = { maxAge: 31_536_000, includeSubDomains: true };
  * that skips Fastify's hooks: `frameworkErrors` (a URL that cannot be decoded). A test keeps the two
  * in step.
  */
-export function hooklessSecurityHeaders(appEnv: string): Record<string, string> {
+export function hooklessSecurityHeaders(appEnv: AppEnv): Record<string, string> {
   return {
     'content-security-policy': "default-src 'none';frame-ancestors 'none'",
     'cross-origin-resource-policy': 'same-origin',
@@ -32,10 +33,8 @@ export function hooklessSecurityHeaders(appEnv: string): Record<string, string> 
  * Security headers for a JSON API (helmet) and the CORS allow-list (`CORS_ORIGINS`). Registered
  * right after the error handler so that every later hook, handler and error response carries them.
  */
-export default fp(
-  async function httpSecurity(app: FastifyInstance) {
-    const { APP_ENV, CORS_ORIGINS } = app.config;
-
+export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
+  async function httpSecurity(app: FastifyInstance, { appEnv, corsOrigins }) {
     // Only what makes sense for JSON: no HTML is ever served, so nothing may be loaded, framed or
     // referred; COOP, Origin-Agent-Cluster, DNS prefetch and the like only matter for documents.
     await app.register(helmet, {
@@ -49,7 +48,7 @@ export default fp(
       crossOriginEmbedderPolicy: false,
       originAgentCluster: false,
       referrerPolicy: { policy: 'no-referrer' },
-      strictTransportSecurity: APP_ENV === 'production' ? HSTS : false,
+      strictTransportSecurity: appEnv === 'production' ? HSTS : false,
       xContentTypeOptions: true,
       xDnsPrefetchControl: false,
       xDownloadOptions: false,
@@ -66,17 +65,17 @@ export default fp(
 
     // A preflight is only answered for a route that exists with the requested method; any other
     // OPTIONS request (no Origin, unknown path) is the enveloped 404, not @fastify/cors's text 400.
-    if (CORS_ORIGINS.length > 0) {
+    if (corsOrigins.length > 0) {
       app.addHook('onRequest', async (request) => {
         if (request.method === 'OPTIONS' && !isPreflightForKnownRoute(app, request)) {
-          throw new AppError(404, 'ROUTE_NOT_FOUND', [`No route OPTIONS ${request.url.split('?')[0]}`]);
+          throw new GatewayError('ROUTE_NOT_FOUND', [`No route OPTIONS ${request.url.split('?')[0]}`]);
         }
       });
     }
 
     await app.register(cors, {
       // No origins configured: CORS off, no headers at all and OPTIONS is an ordinary 404.
-      origin: CORS_ORIGINS.length > 0 ? CORS_ORIGINS : false,
+      origin: corsOrigins.length > 0 ? [...corsOrigins] : false,
       methods: CORS_METHODS,
       allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
       exposedHeaders: ['Retry-After', 'X-Request-Id'],
@@ -93,11 +92,11 @@ export default fp(
     // app.ts because it answers with an empty body).
     app.addHook('onRequest', async (request) => {
       if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-        throw new AppError(400, 'HOST_MISSING', ['An HTTP/1.1 request needs a Host header']);
+        throw new GatewayError('HOST_MISSING');
       }
     });
   },
-  { name: 'http-security', dependencies: ['config', 'error-handler'] },
+  { name: 'http-security', dependencies: ['error-handler'] },
 );
 
 function isPreflightForKnownRoute(app: FastifyInstance, request: FastifyRequest): boolean {

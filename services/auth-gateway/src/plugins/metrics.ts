@@ -1,4 +1,4 @@
-import { meter, serveMetrics } from '@tessera/telemetry';
+import { meter } from '@tessera/telemetry';
 import fp from 'fastify-plugin';
 
 const requestDuration = meter.createHistogram('tessera.http.request.duration.seconds', {
@@ -7,7 +7,7 @@ const requestDuration = meter.createHistogram('tessera.http.request.duration.sec
   advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] },
 });
 
-/** The request-duration histogram of every route, and `GET /metrics` in Prometheus text. */
+/** The request-duration histogram of every route (served with the rest on the operations port). */
 export default fp(
   async function metricsPlugin(app) {
     app.addHook('onResponse', async (request, reply) => {
@@ -17,11 +17,6 @@ export default fp(
         'http.request.method': request.method,
         'http.response.status_code': reply.statusCode,
       });
-    });
-
-    app.get('/metrics', (request, reply) => {
-      reply.hijack();
-      serveMetrics(request.raw, reply.raw);
     });
   },
   { name: 'metrics' },

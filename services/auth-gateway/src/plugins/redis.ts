@@ -1,5 +1,6 @@
+import { closeRedis, createRedis, durabilityProblems } from '@tessera/redis';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,25 +9,23 @@ declare module 'fastify' {
 }
 
 /**
- * Redis for codes and active sessions. Commands fail fast while Redis is unreachable (no offline
- * queue), which the error handler answers with 503 instead of letting requests hang.
+ * Redis for codes, limits and active sessions. Commands fail fast while Redis is unreachable (no
+ * offline queue) with DependencyUnavailableError, which the error handler answers with 503.
  */
-export default fp(
-  async function redisPlugin(app) {
-    const redis = new Redis(app.config.REDIS_URL, {
-      keyPrefix: app.config.REDIS_KEY_PREFIX,
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 3000,
+export default fp<{ url: string; keyPrefix: string }>(
+  async function redisPlugin(app, { url, keyPrefix }) {
+    const redis = createRedis(url, 'commands', (err) => app.log.warn({ err }, 'Redis connection error'), {
+      keyPrefix,
     });
-    redis.on('error', (err) => app.log.warn({ err }, 'Redis connection error'));
     app.decorate('redis', redis);
-    app.addHook('onClose', async () => {
-      if (redis.status === 'ready') await redis.quit();
-      else redis.disconnect();
-    });
+    app.addHook('onClose', () => closeRedis(redis));
     await redis.connect();
+    const problems = await durabilityProblems(redis);
+    if (problems.length > 0)
+      app.log.warn(
+        { problems },
+        'Redis may lose queued emails on a restart or when full; see README, Operations',
+      );
   },
-  { name: 'redis', dependencies: ['config'] },
+  { name: 'redis' },
 );

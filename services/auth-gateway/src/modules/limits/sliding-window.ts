@@ -70,17 +70,29 @@ export type SlidingWindows = ReturnType<typeof createSlidingWindows>;
 export function createSlidingWindows(redis: Redis, clock: Clock) {
   redis.defineCommand('hitWindows', { lua: HIT });
   return {
-    /** Counts one event in every window, or none when any of them is full. */
-    async hit<Name extends string>(windows: Window<Name>[]): Promise<Refusal<Name> | undefined> {
+    /**
+     * Counts one event in every window, or none when any of them is full: the refusal, or the id of
+     * the event counted (to take it back with `release` when what it stood for did not happen).
+     */
+    async hit<Name extends string>(
+      windows: Window<Name>[],
+    ): Promise<{ refusal: Refusal<Name> } | { refusal: undefined; event: string }> {
+      const event = randomUUID();
       const [index, waitMs, first] = await redis.hitWindows(
         windows.length,
         ...windows.map((w) => w.key),
         clock.now().getTime(),
-        randomUUID(),
+        event,
         ...windows.flatMap((w) => [w.seconds * 1000, w.limit]),
       );
       const refused = windows[index - 1];
-      return refused && { window: refused.name, retryAfter: Math.ceil(waitMs / 1000), first: first === 1 };
+      if (!refused) return { refusal: undefined, event };
+      return { refusal: { window: refused.name, retryAfter: Math.ceil(waitMs / 1000), first: first === 1 } };
+    },
+
+    /** Takes a counted event back out of its windows. */
+    async release(windows: Window[], event: string): Promise<void> {
+      await Promise.all(windows.map((w) => redis.zrem(w.key, event)));
     },
   };
 }

@@ -1,6 +1,9 @@
+import { type PaginationQuery, pageOffset } from '@tessera/contracts';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../database.ts';
+import type { SecurityEventType } from './event-types.ts';
+import * as repository from './security-events.repository.ts';
 
 /** Where a request came from, as recorded on sessions and security events. */
 export interface ClientInfo {
@@ -18,8 +21,6 @@ export function clientInfo(request: FastifyRequest): ClientInfo {
   };
 }
 
-export type SecurityEventType = 'sign_in' | 'refresh_reuse' | 'revoke' | 'logout' | 'lockout' | 'rate_limit';
-
 export interface SecurityEvent {
   type: SecurityEventType;
   /** The account concerned, when known. */
@@ -32,34 +33,50 @@ export interface SecurityEvent {
   at: Date;
 }
 
-/** Appends one event to the security log (inside the caller's transaction when given one). */
-export async function recordSecurityEvent(db: Kysely<Database>, event: SecurityEvent): Promise<void> {
-  const { email } = event;
-  await db
-    .insertInto('securityEvents')
-    .values({
-      type: event.type,
-      userId:
-        event.userId ??
-        (email === undefined ? null : (eb) => eb.selectFrom('users').select('id').where('email', '=', email)),
-      sessionId: event.sessionId ?? null,
-      ipAddress: event.client.ipAddress,
-      userAgent: event.client.userAgent,
-      details: JSON.stringify(event.details ?? {}),
-      createdAt: event.at,
-    })
-    .execute();
-}
+export type SecurityLog = ReturnType<typeof createSecurityLog>;
 
-/** The same, for events that follow an action already taken: a failed write is logged, not thrown. */
-export async function recordSecurityEventSafely(
-  db: Kysely<Database>,
-  log: FastifyBaseLogger,
-  event: SecurityEvent,
-): Promise<void> {
-  try {
-    await recordSecurityEvent(db, event);
-  } catch (err) {
-    log.error({ err, event: event.type }, 'could not record a security event');
+/** The security log: who did what from where, never a code, a token or an email address. */
+export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) {
+  /** Appends one event (inside the caller's transaction when given one); a failure throws. */
+  async function record(event: SecurityEvent, trx: Kysely<Database> = db): Promise<void> {
+    const { email } = event;
+    await trx
+      .insertInto('securityEvents')
+      .values({
+        type: event.type,
+        userId:
+          event.userId ??
+          (email === undefined
+            ? null
+            : (eb) => eb.selectFrom('users').select('id').where('email', '=', email)),
+        sessionId: event.sessionId ?? null,
+        ipAddress: event.client.ipAddress,
+        userAgent: event.client.userAgent,
+        details: JSON.stringify(event.details ?? {}),
+        createdAt: event.at,
+      })
+      .execute();
   }
+
+  return {
+    record,
+
+    /** One page of the user's own events, newest first, and how many there are. */
+    async list(userId: string, query: PaginationQuery) {
+      const [totalItems, events] = await Promise.all([
+        repository.countEvents(db, userId),
+        repository.listEvents(db, userId, { limit: query.limit, offset: pageOffset(query) }),
+      ]);
+      return { events, totalItems };
+    },
+
+    /** For events that follow an action already taken: the action stands, a failed write is logged. */
+    async recordAfter(event: SecurityEvent): Promise<void> {
+      try {
+        await record(event);
+      } catch (err) {
+        log.error({ err, event: event.type }, 'could not record a security event');
+      }
+    },
+  };
 }

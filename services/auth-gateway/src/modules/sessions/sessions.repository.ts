@@ -3,7 +3,12 @@ import type { Database, SessionsTable } from '../../database.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
-export type SessionEndReason = 'revoked' | 'signed_out' | 'logout' | 'refresh_token_reuse';
+export type SessionEndReason =
+  | 'revoked'
+  | 'signed_out'
+  | 'logout'
+  | 'refresh_token_reuse'
+  | 'account_deleted';
 
 export async function insertSession(
   trx: Transaction<Database>,

@@ -95,6 +95,27 @@ export function createOtpStore(redis: Redis, clock: Clock, options: OtpStoreOpti
   const ipKey = (kind: string, ip: string) => `${kind}:${normalizeIP(ip)}`;
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
 
+  const sendWindows = (email: string, ip: string) => [
+    {
+      name: 'cooldown' as const,
+      key: emailKey('sent-recently', email),
+      seconds: limits.resendCooldown,
+      limit: 1,
+    },
+    {
+      name: 'email' as const,
+      key: emailKey('sends', email),
+      seconds: HOUR,
+      limit: limits.maxSendsPerEmailPerHour,
+    },
+    { name: 'ip' as const, key: ipKey('sends-ip', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour },
+  ];
+
+  /** A code that could not be sent: it is dropped and does not count against any send limit. */
+  async function withdraw(email: string, ip: string, event: string) {
+    await Promise.all([windows.release(sendWindows(email, ip), event), redis.del(emailKey('otp', email))]);
+  }
+
   async function store(email: string, code: string) {
     const key = emailKey('otp', email);
     await redis
@@ -108,21 +129,13 @@ export function createOtpStore(redis: Redis, clock: Clock, options: OtpStoreOpti
   return {
     /**
      * Stores a new code for the email, replacing any previous one, unless a send limit refuses it:
-     * the email's cooldown, its hourly cap or the client IP's hourly cap.
+     * the email's cooldown, its hourly cap or the client IP's hourly cap. `withdraw` undoes it.
      */
     async issue(email: string, code: string, ip: string) {
-      const refusal = await windows.hit([
-        { name: 'cooldown', key: emailKey('sent-recently', email), seconds: limits.resendCooldown, limit: 1 },
-        {
-          name: 'email',
-          key: emailKey('sends', email),
-          seconds: HOUR,
-          limit: limits.maxSendsPerEmailPerHour,
-        },
-        { name: 'ip', key: ipKey('sends-ip', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour },
-      ]);
-      if (!refusal) await store(email, code);
-      return refusal;
+      const counted = await windows.hit(sendWindows(email, ip));
+      if (counted.refusal) return counted;
+      await store(email, code);
+      return { refusal: undefined, withdraw: () => withdraw(email, ip, counted.event) };
     },
 
     /** Puts an accepted code back (its session could not be created), outside every limit. */

@@ -1,40 +1,54 @@
-import { errorResponses, SuccessEnvelope } from '@tessera/contracts';
+import { errorResponses } from '@tessera/contracts';
 import { Type } from 'typebox';
-import { TokenPair } from '../sessions/schemas.ts';
+import { TokenPair } from '../tokens/schemas.ts';
 import { User } from '../users/user.ts';
 
 // Checked after trimming and lower-casing (see the route's preValidation hook).
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'Trimmed and lower-cased' });
+const SignupTag = (description: string) =>
+  Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$', description }));
+const tags = ['auth'];
 
 export const sendOtpEmailSchema = {
   summary: 'Send a 4-digit sign-in code by email',
-  body: Type.Object({ email: Email }),
+  tags,
+  body: Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
   response: {
-    200: SuccessEnvelope(
-      Type.Object({
-        email: Type.String({ description: 'The normalized address' }),
-        expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
-        resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
-        code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
-      }),
-    ),
+    200: Type.Object({
+      email: Type.String({ description: 'The normalized address' }),
+      expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
+      resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
+      code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
+    }),
     ...errorResponses(400, 429, 503),
   },
 };
 
 export const verifyOtpEmailSchema = {
   summary: 'Sign in with the emailed code',
-  body: Type.Object({ email: Email, code: Type.String({ pattern: '^[0-9]{4}$', description: '4 digits' }) }),
+  description: 'The first successful verification for an email creates its user.',
+  tags,
+  body: Type.Object(
+    {
+      email: Email,
+      code: Type.String({ pattern: '^[0-9]{4}$', description: '4 digits' }),
+      signupSource: SignupTag(
+        'Where a new account came from; stored only when this sign-in creates the user',
+      ),
+      signupCampaign: SignupTag(
+        'The campaign that brought a new account; stored only when this sign-in creates it',
+      ),
+    },
+    { examples: [{ email: 'alice@example.com', code: '0421' }] },
+  ),
   response: {
-    200: SuccessEnvelope(
-      Type.Object({
-        ...TokenPair.properties,
-        user: User,
-        isRegistrationComplete: Type.Boolean({
-          description: 'Whether the client must show the registration/consent flow now',
-        }),
+    200: Type.Object({
+      ...TokenPair.properties,
+      user: User,
+      isRegistrationComplete: Type.Boolean({
+        description: 'Whether the client must show the registration/consent flow now',
       }),
-    ),
+    }),
     ...errorResponses(400, 404, 409, 429, 503),
   },
 };

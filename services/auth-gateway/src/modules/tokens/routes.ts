@@ -1,24 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
-
-const Jwk = Type.Object({
-  kty: Type.String(),
-  crv: Type.String(),
-  x: Type.String(),
-  y: Type.Optional(Type.String()),
-  kid: Type.String(),
-  alg: Type.String(),
-  use: Type.String(),
-});
+import type { PublicJwk } from './keys.ts';
+import { jwksSchema } from './schemas.ts';
 
 /** `GET /.well-known/jwks.json`: a standard JWK Set (not enveloped) so any JWT library can read it. */
-const jwksRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const jwksRoutes: FastifyPluginAsyncTypebox<{ jwks: { keys: PublicJwk[] } }> = async (app, { jwks }) => {
   app.get(
     '/.well-known/jwks.json',
-    { schema: { response: { 200: Type.Object({ keys: Type.Array(Jwk) }) } } },
+    { schema: jwksSchema, config: { envelope: false } },
     async (_request, reply) => {
       reply.header('cache-control', 'public, max-age=300');
-      return app.tokens.jwks;
+      return jwks;
     },
   );
 };

@@ -1,5 +1,5 @@
-import { AppError } from '@tessera/contracts';
 import { createSigner, createVerifier } from 'fast-jwt';
+import { GatewayError } from '../../errors.ts';
 import type { SigningKey, VerificationKey } from './keys.ts';
 
 export interface AccessClaims {
@@ -81,7 +81,7 @@ export function createTokenService({
           roles: Array.isArray(payload.roles) ? payload.roles : [],
         };
       } catch {
-        throw new AppError(401, 'ACCESS_TOKEN_INVALID', ['Access token is invalid or expired']);
+        throw new GatewayError('ACCESS_TOKEN_INVALID');
       }
     },
   };

@@ -80,24 +80,3 @@ export function toUser(row: UserRow): User {
     updatedAt: row.updatedAt.toISOString(),
   };
 }
-
-export interface PolicyVersions {
-  privacyPolicy: string;
-  termsOfUse: string;
-}
-
-/**
- * Whether the client must run the registration/consent flow now: every required profile field set
- * and the current policy versions accepted. Differs from the stored flag after a policy bump.
- */
-export function isRegistrationComplete(user: User, current: PolicyVersions): boolean {
-  return Boolean(
-    user.name &&
-      user.surname &&
-      user.username &&
-      user.privacyPolicyAccepted &&
-      user.privacyPolicyVersion === current.privacyPolicy &&
-      user.termsOfUseAccepted &&
-      user.termsOfUseVersion === current.termsOfUse,
-  );
-}

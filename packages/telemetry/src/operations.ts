@@ -2,17 +2,38 @@ import { once } from 'node:events';
 import http, { type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { failure, success } from '@tessera/contracts';
-import { serveMetrics } from '@tessera/telemetry';
-import { withTimeout } from './with-timeout.ts';
+import { serveMetrics } from './metrics.ts';
 
-const CHECK_TIMEOUT_MS = 3000;
+/** `promise`, or a rejection once `ms` have passed: a probe or a scrape must not hang on a dependency. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Readiness checks by name (`postgres`, `redis`, `smtp`): each passes when its promise resolves in time. */
+export type ReadinessChecks = Record<string, () => Promise<unknown>>;
+
+/** Runs every check at once; resolves with the "<name> is down" of each that failed or took too long. */
+export async function checkReadiness(checks: ReadinessChecks, timeoutMs: number): Promise<string[]> {
+  const entries = Object.entries(checks);
+  const results = await Promise.allSettled(
+    entries.map(([name, check]) => withTimeout(Promise.resolve().then(check), timeoutMs, name)),
+  );
+  return entries
+    .filter((_, index) => results[index]?.status === 'rejected')
+    .map(([name]) => `${name} is down`);
+}
 
 export interface OperationsServerOptions {
   host: string;
   /** 0 picks a free port; `url` tells which. */
   port: number;
-  /** Readiness checks by name (`redis`, `smtp`): each passes when its promise resolves within 3 s. */
-  checks: Record<string, () => Promise<unknown>>;
+  checks: ReadinessChecks;
+  /** How long each readiness check may take. */
+  checkTimeoutMs?: number;
   now?: () => Date;
 }
 
@@ -22,13 +43,15 @@ export interface OperationsServer {
 }
 
 /**
- * The mailer's HTTP side, for Prometheus and the orchestrator only: `GET /metrics`, `GET /health/live`
- * (the process answers) and `GET /health/ready` (every check passes, else 503). Tessera envelopes.
+ * A service's operations port, for Prometheus and the orchestrator only: `GET /metrics`,
+ * `GET /health/live` (the process answers) and `GET /health/ready` (every check passes, else 503).
+ * Tessera envelopes; never rate-limited.
  */
 export async function startOperationsServer({
   host,
   port,
   checks,
+  checkTimeoutMs = 3000,
   now = () => new Date(),
 }: OperationsServerOptions): Promise<OperationsServer> {
   const server = http.createServer((request, response) => {
@@ -40,7 +63,14 @@ export async function startOperationsServer({
     } else if (path === '/health/live') {
       reply(response, success({ status: 'ok' }, now()));
     } else if (path === '/health/ready') {
-      void readiness(checks, now).then((envelope) => reply(response, envelope));
+      void checkReadiness(checks, checkTimeoutMs).then(([first, ...rest]) =>
+        reply(
+          response,
+          first
+            ? failure(503, ['Service unavailable', first, ...rest], now())
+            : success(Object.fromEntries(Object.keys(checks).map((name) => [name, 'up'])), now()),
+        ),
+      );
     } else {
       reply(response, failure(404, [`No route ${request.method} ${path}`], now()));
     }
@@ -59,18 +89,6 @@ export async function startOperationsServer({
         server.closeAllConnections();
       }),
   };
-}
-
-async function readiness(checks: OperationsServerOptions['checks'], now: () => Date) {
-  const entries = Object.entries(checks);
-  const results = await Promise.allSettled(
-    entries.map(([name, check]) => withTimeout(Promise.resolve().then(check), CHECK_TIMEOUT_MS, name)),
-  );
-  const [first, ...rest] = entries
-    .filter((_, index) => results[index]?.status === 'rejected')
-    .map(([name]) => `${name} is down`);
-  if (first) return failure(503, [first, ...rest], now());
-  return success(Object.fromEntries(entries.map(([name]) => [name, 'up'])), now());
 }
 
 function reply(

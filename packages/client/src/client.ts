@@ -1,0 +1,236 @@
+import { notSignedIn, TesseraError } from './errors.ts';
+import { sessionIdOf } from './jwt.ts';
+import { walkPages } from './pagination.ts';
+import { type Call, type Fetch, send, type Transport } from './request.ts';
+import { memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
+import { createTokenKeeper } from './tokens.ts';
+import type {
+  EndSessionResult,
+  LoginResult,
+  LogoutResult,
+  Page,
+  PageQuery,
+  Registration,
+  RevokeTokenResult,
+  SecurityEvent,
+  SendCodeResult,
+  Session,
+  SignupDetails,
+  TokenPair,
+  User,
+  UserPatch,
+} from './types.ts';
+
+export interface ClientOptions {
+  /** Where the gateway is, without `/api/v1`: `https://auth.example.com`. */
+  baseUrl: string;
+  /** Where the tokens are kept; `memoryStorage()` when absent. */
+  storage?: TokenStorage;
+  /** A WHATWG fetch; the global one when absent. */
+  fetch?: Fetch;
+  /** Called with the new tokens on sign-in and on every refresh, and with null on sign-out. */
+  onSessionChange?: (tokens: TokenSet | null) => void;
+  /** Milliseconds since the epoch (`Date.now`); tests move it to expire tokens. */
+  now?: () => number;
+}
+
+/** Every item of a paginated route; `limit` per request, 100 (the most the server allows) when absent. */
+export interface WalkOptions {
+  limit?: number;
+}
+
+/** The Tessera API as typed methods. Success returns the envelope's `data`; every failure throws a TesseraError. */
+export interface TesseraClient {
+  auth: {
+    /** Emails a sign-in code; `code` comes back in development and test only. */
+    sendCode(email: string): Promise<SendCodeResult>;
+    /** Signs in with the emailed code and keeps the tokens. */
+    verifyCode(email: string, code: string, extra?: SignupDetails): Promise<LoginResult>;
+    /** Refreshes the tokens now (calls do it by themselves when needed); a 401 when the session has ended. */
+    refresh(): Promise<TokenSet>;
+    /** Ends the session of `refreshToken` (this client's own or another of the user's); signs out here if it is ours. */
+    revokeToken(refreshToken: string): Promise<RevokeTokenResult>;
+    /**
+     * Ends every session of the user, then forgets the tokens here. A failure other than 401 keeps them
+     * (to try again, or to `signOutLocally()`).
+     */
+    logout(): Promise<LogoutResult>;
+  };
+  sessions: {
+    /** One page of the user's active sessions, newest first. */
+    list(query?: PageQuery): Promise<Page<Session>>;
+    /** Every active session, page after page, each `_id` once. */
+    all(options?: WalkOptions): AsyncGenerator<Session, void, undefined>;
+    /** Ends one session ("sign out that device"); ending this client's own signs it out here too. */
+    end(id: string): Promise<EndSessionResult>;
+  };
+  users: {
+    me(): Promise<User>;
+    /** A partial update: an absent field is left alone, `null` clears an optional one. */
+    update(patch: UserPatch): Promise<User>;
+    /** What the client must still show before the registration is complete. */
+    registration(): Promise<Registration>;
+    /** Schedules the account's deletion after the grace period; signing in and cancelling keeps the account. */
+    requestDeletion(): Promise<User>;
+    cancelDeletion(): Promise<User>;
+  };
+  securityEvents: {
+    /** One page of the user's security events, newest first. */
+    list(query?: PageQuery): Promise<Page<SecurityEvent>>;
+    /** Every security event, page after page, each `_id` once. */
+    all(options?: WalkOptions): AsyncGenerator<SecurityEvent, void, undefined>;
+  };
+  /** An access token that is not about to expire (refreshed if needed), to call other services with; null when signed out. */
+  accessToken(): Promise<string | null>;
+  /** Whether this client holds tokens (the server may still refuse them: the next call tells). */
+  isSignedIn(): Promise<boolean>;
+  /** Forgets the tokens here without telling the server; the session lives on until it expires or is revoked. */
+  signOutLocally(): Promise<void>;
+  /** Stops listening to other tabs (the client still works, on its own). */
+  close(): void;
+}
+
+const WALK_LIMIT = 100;
+
+/** A client of the gateway at `baseUrl`; see the package README. */
+export function createClient({
+  baseUrl,
+  storage = memoryStorage(),
+  fetch = defaultFetch(),
+  onSessionChange,
+  now = Date.now,
+}: ClientOptions): TesseraClient {
+  const transport: Transport = { baseUrl: baseUrl.replace(/\/+$/, ''), fetch, now };
+  const tokens = createTokenKeeper({
+    storage,
+    name: `tessera-client:${transport.baseUrl}:${storage.key}`,
+    now,
+    exchange: (refreshToken) =>
+      send<TokenPair>(transport, {
+        method: 'POST',
+        path: '/api/v1/auth/refresh-token',
+        body: { refreshToken },
+      }),
+    onChange: onSessionChange,
+  });
+
+  /** A call with the access token: refreshed first when about to expire, and once more on a 401. */
+  async function authorized<Data>(call: Call): Promise<Data> {
+    const held = await tokens.fresh();
+    if (held === null) throw notSignedIn();
+    try {
+      return await send<Data>(transport, { ...call, accessToken: held.accessToken });
+    } catch (error) {
+      if (!(error instanceof TesseraError) || error.status !== 401) throw error;
+      const renewed = await tokens.refresh(held);
+      if (renewed === null) throw error;
+      return send<Data>(transport, { ...call, accessToken: renewed.accessToken });
+    }
+  }
+
+  const page = <Item>(path: string, { page, limit }: PageQuery = {}) =>
+    authorized<Page<Item>>({ method: 'GET', path, query: { page, limit } });
+
+  /** Signs this client out when `ended` is the session of its tokens. */
+  async function forgetIf(ended: (held: TokenSet) => boolean) {
+    const held = await tokens.current();
+    if (held !== null && ended(held)) await tokens.signOut();
+  }
+
+  return {
+    auth: {
+      sendCode: (email) =>
+        send<SendCodeResult>(transport, {
+          method: 'POST',
+          path: '/api/v1/auth/send-otp-email',
+          body: { email },
+        }),
+
+      async verifyCode(email, code, extra = {}) {
+        const receivedAt = now();
+        const result = await send<LoginResult>(transport, {
+          method: 'POST',
+          path: '/api/v1/auth/verify-otp-email',
+          body: { ...extra, email, code },
+        });
+        await tokens.signIn(result, receivedAt);
+        return result;
+      },
+
+      async refresh() {
+        const held = await tokens.current();
+        if (held === null) throw notSignedIn();
+        const renewed = await tokens.refresh(held);
+        if (renewed === null) throw notSignedIn();
+        return renewed;
+      },
+
+      async revokeToken(refreshToken) {
+        const result = await authorized<RevokeTokenResult>({
+          method: 'POST',
+          path: '/api/v1/auth/revoke-token',
+          body: { refreshToken },
+        });
+        await forgetIf((held) => held.refreshToken === refreshToken);
+        return result;
+      },
+
+      async logout() {
+        try {
+          const result = await authorized<LogoutResult>({ method: 'POST', path: '/api/v1/auth/logout' });
+          await tokens.signOut();
+          return result;
+        } catch (error) {
+          if (error instanceof TesseraError && error.status === 401) await tokens.signOut();
+          throw error;
+        }
+      },
+    },
+
+    sessions: {
+      list: (query) => page<Session>('/api/v1/auth/sessions', query),
+      all: ({ limit = WALK_LIMIT } = {}) =>
+        walkPages((number) => page<Session>('/api/v1/auth/sessions', { page: number, limit })),
+      async end(id) {
+        const result = await authorized<EndSessionResult>({
+          method: 'DELETE',
+          path: `/api/v1/auth/sessions/${encodeURIComponent(id)}`,
+        });
+        await forgetIf((held) => sessionIdOf(held.accessToken) === id);
+        return result;
+      },
+    },
+
+    users: {
+      me: () => authorized<User>({ method: 'GET', path: '/api/v1/users/me' }),
+      update: (patch) => authorized<User>({ method: 'PATCH', path: '/api/v1/users/me', body: patch }),
+      registration: () => authorized<Registration>({ method: 'GET', path: '/api/v1/users/me/registration' }),
+      requestDeletion: () => authorized<User>({ method: 'POST', path: '/api/v1/users/me/deletion' }),
+      cancelDeletion: () => authorized<User>({ method: 'DELETE', path: '/api/v1/users/me/deletion' }),
+    },
+
+    securityEvents: {
+      list: (query) => page<SecurityEvent>('/api/v1/users/me/security-events', query),
+      all: ({ limit = WALK_LIMIT } = {}) =>
+        walkPages((number) =>
+          page<SecurityEvent>('/api/v1/users/me/security-events', { page: number, limit }),
+        ),
+    },
+
+    async accessToken() {
+      return (await tokens.fresh())?.accessToken ?? null;
+    },
+    async isSignedIn() {
+      return (await tokens.current()) !== null;
+    },
+    signOutLocally: () => tokens.signOut(),
+    close: () => tokens.close(),
+  };
+}
+
+function defaultFetch(): Fetch {
+  const global = (globalThis as { fetch?: Fetch }).fetch;
+  if (!global) throw new Error('createClient: this runtime has no global fetch; pass one as `fetch`');
+  // Called through globalThis: some browsers refuse a fetch detached from window ("Illegal invocation").
+  return (url, init) => global.call(globalThis, url, init);
+}

@@ -1,0 +1,42 @@
+export interface TesseraErrorInit {
+  status: number;
+  messages: string[];
+  retryAfter?: number | undefined;
+  isNetworkError?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * Every failure of the client. `status` is the HTTP status (0 when no response arrived), `messages`
+ * the envelope's `errors` (the canonical message first, then details), `retryAfter` the seconds of
+ * `Retry-After` when the server sent one, and `isNetworkError` is true when the request never got an
+ * envelope back: fetch rejected, or the body was not an envelope (a proxy's error page, say).
+ */
+export class TesseraError extends Error {
+  override readonly name = 'TesseraError';
+  readonly status: number;
+  readonly messages: string[];
+  readonly retryAfter: number | undefined;
+  readonly isNetworkError: boolean;
+
+  constructor({ status, messages, retryAfter, isNetworkError = false, cause }: TesseraErrorInit) {
+    const [first = 'Request failed', ...details] = messages;
+    super(details.length > 0 ? `${first}: ${details.join('; ')}` : first, { cause });
+    this.status = status;
+    this.messages = messages;
+    this.retryAfter = retryAfter;
+    this.isNetworkError = isNetworkError;
+  }
+}
+
+/** What the client throws for a call that needs a session when it has none: the server's 401, unsent. */
+export const notSignedIn = () => new TesseraError({ status: 401, messages: ['Authentication required'] });
+
+/** `Retry-After` in seconds: delta-seconds as sent, an HTTP date as the seconds left until it; else undefined. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
+}

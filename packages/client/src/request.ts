@@ -1,0 +1,102 @@
+import { parseRetryAfter, TesseraError } from './errors.ts';
+
+/** The part of a WHATWG Response the client reads. */
+export interface FetchResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  text(): Promise<string>;
+}
+
+/** The part of WHATWG fetch the client uses: the global one of browsers, Node ≥ 18, workers and React Native fits. */
+export type Fetch = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<FetchResponse>;
+
+export interface Transport {
+  baseUrl: string;
+  fetch: Fetch;
+  /** Milliseconds since the epoch. */
+  now: () => number;
+}
+
+export interface Call {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, number | undefined>;
+  body?: unknown;
+  accessToken?: string;
+}
+
+interface Envelope {
+  isSuccess: boolean;
+  statusCode: number;
+  data: unknown;
+  errors: string[];
+}
+
+function isEnvelope(value: unknown): value is Envelope {
+  if (typeof value !== 'object' || value === null) return false;
+  const { isSuccess, statusCode, errors } = value as Partial<Envelope>;
+  return (
+    typeof isSuccess === 'boolean' &&
+    typeof statusCode === 'number' &&
+    'data' in value &&
+    Array.isArray(errors) &&
+    errors.every((error) => typeof error === 'string')
+  );
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function urlOf(baseUrl: string, path: string, query: Call['query'] = {}): string {
+  const search = Object.entries(query)
+    .filter((entry): entry is [string, number] => entry[1] !== undefined)
+    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`)
+    .join('&');
+  return `${baseUrl}${path}${search ? `?${search}` : ''}`;
+}
+
+/** Sends one request and returns the envelope's `data`; anything else is thrown as a TesseraError. */
+export async function send<Data>({ baseUrl, fetch, now }: Transport, call: Call): Promise<Data> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (call.body !== undefined) headers['content-type'] = 'application/json';
+  if (call.accessToken !== undefined) headers.authorization = `Bearer ${call.accessToken}`;
+  const init = {
+    method: call.method,
+    headers,
+    ...(call.body !== undefined && { body: JSON.stringify(call.body) }),
+  };
+
+  let response: FetchResponse;
+  let text: string;
+  try {
+    response = await fetch(urlOf(baseUrl, call.path, call.query), init);
+    text = await response.text();
+  } catch (cause) {
+    throw new TesseraError({
+      status: 0,
+      messages: ['The server could not be reached'],
+      isNetworkError: true,
+      cause,
+    });
+  }
+  const retryAfter = parseRetryAfter(response.headers.get('retry-after'), now());
+  const envelope = parseJson(text);
+  if (!isEnvelope(envelope))
+    throw new TesseraError({
+      status: response.status,
+      messages: [`The server answered HTTP ${response.status} without a Tessera envelope`],
+      retryAfter,
+      isNetworkError: true,
+    });
+  if (response.status < 200 || response.status >= 300 || !envelope.isSuccess)
+    throw new TesseraError({ status: response.status, messages: envelope.errors, retryAfter });
+  return envelope.data as Data;
+}

@@ -1,0 +1,87 @@
+import type { TokenPair } from './types.ts';
+
+/** The tokens the client holds: the server's pair, and when it was asked for (ms since the epoch). */
+export type TokenSet = TokenPair & { receivedAt: number };
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Where the client keeps its tokens. Each method may answer directly or with a promise, so both
+ * synchronous stores (memory, localStorage) and asynchronous ones (React Native's AsyncStorage,
+ * IndexedDB, a keychain) fit; the client always awaits them and reads the store before every call,
+ * so tabs sharing a store see each other's tokens at once. `key` names the store: tabs whose clients
+ * have the same base URL and key coordinate their refreshes.
+ */
+export interface TokenStorage {
+  readonly key: string;
+  get(): MaybePromise<TokenSet | null>;
+  set(tokens: TokenSet): MaybePromise<void>;
+  clear(): MaybePromise<void>;
+}
+
+/** Tokens in this JavaScript context only: gone on reload, not shared with other tabs. The default. */
+export function memoryStorage(key = 'memory'): TokenStorage {
+  let tokens: TokenSet | null = null;
+  return {
+    key,
+    get: () => tokens,
+    set(next) {
+      tokens = next;
+    },
+    clear() {
+      tokens = null;
+    },
+  };
+}
+
+interface WebStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/**
+ * Tokens in the browser's `localStorage` under `key`: kept across reloads and shared by every tab of
+ * the origin. Where there is no localStorage (server-side rendering) it holds nothing and refuses to
+ * store. Any script on the origin can read localStorage, so pair it with a strict CSP.
+ */
+export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
+  const area = () => (globalThis as { localStorage?: WebStorage }).localStorage;
+  return {
+    key,
+    get() {
+      const text = area()?.getItem(key);
+      return text ? parseTokenSet(text) : null;
+    },
+    set(tokens) {
+      const storage = area();
+      if (!storage) throw new Error('localStorageStorage: there is no localStorage here');
+      storage.setItem(key, JSON.stringify(tokens));
+    },
+    clear() {
+      area()?.removeItem(key);
+    },
+  };
+}
+
+/** A stored token set, or null when the text is not one (another version wrote it, or a person edited it). */
+export function parseTokenSet(text: string): TokenSet | null {
+  try {
+    return asTokenSet(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+/** `value` when it has the shape of a token set (read from storage or from another tab), else null. */
+export function asTokenSet(value: unknown): TokenSet | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { accessToken, refreshToken, expiresIn, refreshExpiresIn, receivedAt } = value as Record<
+    string,
+    unknown
+  >;
+  if (typeof accessToken !== 'string' || typeof refreshToken !== 'string') return null;
+  if (typeof expiresIn !== 'number' || typeof refreshExpiresIn !== 'number' || typeof receivedAt !== 'number')
+    return null;
+  return { accessToken, refreshToken, expiresIn, refreshExpiresIn, receivedAt };
+}

@@ -1,0 +1,157 @@
+import { crossTab, type TabMessage } from './cross-tab.ts';
+import { TesseraError } from './errors.ts';
+import type { TokenSet, TokenStorage } from './storage.ts';
+import type { TokenPair } from './types.ts';
+
+export interface TokenKeeperOptions {
+  storage: TokenStorage;
+  /** Of the Web Lock and the BroadcastChannel that clients sharing these tokens coordinate through. */
+  name: string;
+  now: () => number;
+  /** Exchanges a refresh token for a new pair (`POST /api/v1/auth/refresh-token`). */
+  exchange(refreshToken: string): Promise<TokenPair>;
+  onChange?: ((tokens: TokenSet | null) => void) | undefined;
+}
+
+export interface TokenKeeper {
+  current(): Promise<TokenSet | null>;
+  /** The tokens with an access token that is not about to expire (refreshed first if it is); null when signed out. */
+  fresh(): Promise<TokenSet | null>;
+  /**
+   * Replaces the tokens `basis` by new ones: one exchange at a time however many callers ask (single
+   * flight in this client, a Web Lock across tabs), and none when another caller or tab already
+   * rotated `basis`. Null when the server refused the refresh token: the tokens are then cleared.
+   */
+  refresh(basis: TokenSet): Promise<TokenSet | null>;
+  signIn(pair: TokenPair, receivedAt: number): Promise<TokenSet>;
+  signOut(): Promise<void>;
+  close(): void;
+}
+
+const REFRESH_AHEAD_MS = 30_000;
+const REFRESH_AHEAD_FRACTION = 0.1;
+
+/** True when less than 30 s or 10 % of the access token's lifetime remains, whichever is shorter. */
+export function isExpiring(tokens: TokenSet, nowMs: number): boolean {
+  const lifetime = tokens.expiresIn * 1000;
+  const left = tokens.receivedAt + lifetime - nowMs;
+  return left < Math.min(REFRESH_AHEAD_MS, lifetime * REFRESH_AHEAD_FRACTION);
+}
+
+const pairOf = (tokens: TokenPair, receivedAt: number): TokenSet => ({
+  accessToken: tokens.accessToken,
+  refreshToken: tokens.refreshToken,
+  expiresIn: tokens.expiresIn,
+  refreshExpiresIn: tokens.refreshExpiresIn,
+  receivedAt,
+});
+
+/** Holds the tokens in `storage`, refreshes them, and keeps the clients sharing them in step. */
+export function createTokenKeeper({
+  storage,
+  name,
+  now,
+  exchange,
+  onChange,
+}: TokenKeeperOptions): TokenKeeper {
+  let inflight: Promise<TokenSet | null> | null = null;
+  // The refresh token last reported to onChange (null: signed out), so that a change seen twice, in
+  // the shared storage and in a message, is reported once.
+  let reported: string | null | undefined;
+
+  function report(tokens: TokenSet | null) {
+    const key = tokens?.refreshToken ?? null;
+    if (key === reported) return;
+    reported = key;
+    try {
+      onChange?.(tokens);
+    } catch (error) {
+      // The application's callback failing must not fail the refresh that every pending call awaits.
+      void Promise.reject(error);
+    }
+  }
+
+  async function adopt(message: TabMessage) {
+    const stored = await storage.get();
+    if (message.type === 'refreshed') {
+      if (stored?.refreshToken === message.from) await storage.set(message.tokens);
+      if (stored?.refreshToken === message.from || stored?.refreshToken === message.tokens.refreshToken)
+        report(message.tokens);
+    } else {
+      if (stored?.refreshToken === message.refreshToken) await storage.clear();
+      if (
+        stored?.refreshToken === message.refreshToken ||
+        (stored === null && reported === message.refreshToken)
+      )
+        report(null);
+    }
+  }
+
+  const tab = crossTab(name, (message) => {
+    adopt(message).catch((error: unknown) => {
+      void Promise.reject(error);
+    });
+  });
+
+  async function rotate(basis: TokenSet): Promise<TokenSet | null> {
+    const stored = await storage.get();
+    // Signed out meanwhile, or another call or tab already rotated this refresh token: take what it left.
+    if (stored?.refreshToken !== basis.refreshToken) return stored;
+    const receivedAt = now();
+    let pair: TokenPair;
+    try {
+      pair = await exchange(basis.refreshToken);
+    } catch (error) {
+      if (!(error instanceof TesseraError) || error.status !== 401) throw error;
+      const current = await storage.get();
+      if (current?.refreshToken !== basis.refreshToken) return current;
+      await storage.clear();
+      tab.announce({ type: 'signed-out', refreshToken: basis.refreshToken });
+      return null;
+    }
+    const tokens = pairOf(pair, receivedAt);
+    const current = await storage.get();
+    // A sign-out or a new sign-in while the request was out wins over this refresh.
+    if (current?.refreshToken !== basis.refreshToken && current?.refreshToken !== tokens.refreshToken)
+      return current;
+    await storage.set(tokens);
+    tab.announce({ type: 'refreshed', from: basis.refreshToken, tokens });
+    return tokens;
+  }
+
+  function refresh(basis: TokenSet): Promise<TokenSet | null> {
+    inflight ??= tab
+      .exclusive(() => rotate(basis))
+      .then((tokens) => {
+        report(tokens);
+        return tokens;
+      })
+      .finally(() => {
+        inflight = null;
+      });
+    return inflight;
+  }
+
+  return {
+    current: async () => storage.get(),
+    async fresh() {
+      const tokens = await storage.get();
+      if (tokens === null || !isExpiring(tokens, now())) return tokens;
+      return refresh(tokens);
+    },
+    refresh,
+    async signIn(pair, receivedAt) {
+      const tokens = pairOf(pair, receivedAt);
+      await storage.set(tokens);
+      report(tokens);
+      return tokens;
+    },
+    async signOut() {
+      const stored = await storage.get();
+      await storage.clear();
+      if (stored) tab.announce({ type: 'signed-out', refreshToken: stored.refreshToken });
+      report(null);
+    },
+    close: () => tab.close(),
+  };
+}

@@ -1,0 +1,339 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { manualClock, startGateway, type TestGateway } from '../../../services/auth-gateway/test/helpers.ts';
+import {
+  type ClientOptions,
+  createClient,
+  type Fetch,
+  memoryStorage,
+  type TesseraClient,
+  TesseraError,
+  type TokenSet,
+} from '../src/index.ts';
+
+const REFRESH = 'POST /api/v1/auth/refresh-token';
+
+/** The real global fetch, recording `METHOD /path` of every request. */
+function countingFetch() {
+  const requests: string[] = [];
+  const fetch: Fetch = (url, init) => {
+    requests.push(`${init.method} ${new URL(url).pathname}`);
+    return globalThis.fetch(url, init);
+  };
+  return { fetch, count: (request: string) => requests.filter((sent) => sent === request).length };
+}
+
+const newEmail = () => `${randomUUID()}@example.com`;
+
+async function signIn(client: TesseraClient, email: string) {
+  const { code } = await client.auth.sendCode(email);
+  if (code === undefined) throw new Error('APP_ENV=test returns the code');
+  return client.auth.verifyCode(email, code);
+}
+
+/** The TesseraError a promise rejects with. */
+async function failure(promise: Promise<unknown>): Promise<TesseraError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(TesseraError);
+  return error as TesseraError;
+}
+
+const clients: TesseraClient[] = [];
+afterAll(() => {
+  for (const client of clients) client.close();
+});
+
+async function listening(gateway: TestGateway): Promise<string> {
+  await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(gateway.app.server.address() as AddressInfo).port}`;
+}
+
+describe('@tessera/client against the gateway', () => {
+  const clock = manualClock();
+  let gateway: TestGateway;
+  let baseUrl: string;
+  beforeAll(async () => {
+    gateway = await startGateway({}, { clock });
+    baseUrl = await listening(gateway);
+  });
+  afterAll(() => gateway.close());
+
+  /** A client on the gateway's clock, recording what it reports to onSessionChange. */
+  function client(options: Partial<ClientOptions> = {}) {
+    const changes: Array<TokenSet | null> = [];
+    const counting = countingFetch();
+    const tessera = createClient({
+      baseUrl,
+      fetch: counting.fetch,
+      now: () => clock.now().getTime(),
+      onSessionChange: (tokens) => changes.push(tokens),
+      ...options,
+    });
+    clients.push(tessera);
+    return { tessera, changes, count: counting.count };
+  }
+
+  it('signs in with the emailed code, keeps the tokens and reports them', async () => {
+    const { tessera, changes } = client();
+    const email = newEmail();
+
+    const sent = await tessera.auth.sendCode(` ${email.toUpperCase()} `);
+    expect(sent).toMatchObject({ email, expiresIn: 300, code: expect.stringMatching(/^\d{4}$/) });
+    const login = await tessera.auth.verifyCode(email, sent.code ?? '', { signupSource: 'sdk-test' });
+
+    expect(login.user).toMatchObject({ email, signupSource: 'sdk-test', roles: ['user'] });
+    expect(login.isRegistrationComplete).toBe(false);
+    expect(await tessera.isSignedIn()).toBe(true);
+    expect(await tessera.accessToken()).toBe(login.accessToken);
+    expect(changes).toEqual([
+      {
+        accessToken: login.accessToken,
+        refreshToken: login.refreshToken,
+        expiresIn: login.expiresIn,
+        refreshExpiresIn: login.refreshExpiresIn,
+        receivedAt: clock.now().getTime(),
+      },
+    ]);
+  });
+
+  it('reads the profile of the signed-in user with users.me()', async () => {
+    const { tessera } = client();
+    const login = await signIn(tessera, newEmail());
+
+    const me = await tessera.users.me();
+
+    expect(me).toEqual(login.user);
+  });
+
+  it('walks every session with sessions.all(), two to a page, each once', async () => {
+    const email = newEmail();
+    const { tessera, count } = client();
+    for (let device = 0; device < 4; device += 1) {
+      await signIn(client().tessera, email);
+      clock.advance(1);
+    }
+    await signIn(tessera, email);
+
+    const first = await tessera.sessions.list({ page: 1, limit: 2 });
+    expect(first.pagination).toEqual({
+      currentPage: 1,
+      totalPages: 3,
+      totalItems: 5,
+      itemsPerPage: 2,
+      hasNextPage: true,
+      hasPrevPage: false,
+    });
+    const sessions = [];
+    for await (const session of tessera.sessions.all({ limit: 2 })) sessions.push(session);
+
+    expect(new Set(sessions.map((session) => session._id)).size).toBe(5);
+    expect(sessions.filter((session) => session.current)).toHaveLength(1);
+    expect(sessions[0]?.current).toBe(true);
+    expect(count('GET /api/v1/auth/sessions')).toBe(1 + 3);
+  });
+
+  it.each([
+    { locks: true, title: 'with Web Locks' },
+    { locks: false, title: 'without Web Locks (React Native)' },
+  ])('refreshes an expired access token once for ten concurrent calls, $title', async ({ locks }) => {
+    if (!locks) vi.stubGlobal('navigator', {});
+    onTestFinished(() => {
+      vi.unstubAllGlobals();
+    });
+    const { tessera, changes, count } = client();
+    const login = await signIn(tessera, newEmail());
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    const results = await Promise.all(Array.from({ length: 10 }, () => tessera.users.me()));
+
+    expect(results.every((me) => me._id === login.user._id)).toBe(true);
+    expect(count(REFRESH)).toBe(1);
+    expect(count('GET /api/v1/users/me')).toBe(10);
+    expect(changes).toHaveLength(2);
+    expect(await tessera.accessToken()).toBe(changes[1]?.accessToken);
+    expect(changes[1]?.accessToken).not.toBe(login.accessToken);
+  });
+
+  it('answers ten calls refused with 401 by one refresh and one retry each', async () => {
+    // The gateway checks `exp` against the real time: a token signed two hours ago is refused, while
+    // the client, whose clock stands at the sign-in, believes it valid.
+    const signedAt = Date.now() - 2 * 3600 * 1000;
+    clock.advance((signedAt - clock.now().getTime()) / 1000);
+    const { tessera, count } = client({ now: () => signedAt });
+    await signIn(tessera, newEmail());
+    clock.advance((Date.now() - signedAt) / 1000);
+
+    await Promise.all(Array.from({ length: 10 }, () => tessera.users.me()));
+
+    expect(count(REFRESH)).toBe(1);
+    expect(count('GET /api/v1/users/me')).toBe(20);
+  });
+
+  it('shares one refresh between two clients on one storage (two tabs on localStorage)', async () => {
+    const storage = memoryStorage();
+    const counting = countingFetch();
+    const a = client({ storage, fetch: counting.fetch });
+    const b = client({ storage, fetch: counting.fetch });
+    await signIn(a.tessera, newEmail());
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    await Promise.all([a, b, a, b, a, b].map(({ tessera }) => tessera.users.me()));
+
+    expect(counting.count(REFRESH)).toBe(1);
+    expect(b.changes.map((tokens) => tokens?.accessToken)).toEqual([(await storage.get())?.accessToken]);
+  });
+
+  it('logs out: the next call fails with 401, and another device is signed out once its refresh is refused', async () => {
+    const email = newEmail();
+    const here = client();
+    const there = client();
+    await signIn(here.tessera, email);
+    await signIn(there.tessera, email);
+
+    expect(await here.tessera.auth.logout()).toEqual({ revokedSessions: 2 });
+    expect(here.changes.at(-1)).toBeNull();
+    expect(await here.tessera.isSignedIn()).toBe(false);
+    expect((await failure(here.tessera.users.me())).status).toBe(401);
+
+    const refused = await failure(there.tessera.users.me());
+    expect(refused).toMatchObject({ status: 401, isNetworkError: false });
+    expect(refused.messages[0]).toBe('Authentication required');
+    expect(there.count(REFRESH)).toBe(1);
+    expect(there.changes.at(-1)).toBeNull();
+    expect(await there.tessera.isSignedIn()).toBe(false);
+  });
+
+  it('signs out here when its own session ends by revokeToken or sessions.end, not when another does', async () => {
+    const email = newEmail();
+    const revoker = client();
+    const ender = client();
+    const revoked = await signIn(revoker.tessera, email);
+    await signIn(ender.tessera, email);
+    const bystander = client();
+    await signIn(bystander.tessera, email);
+
+    await revoker.tessera.auth.revokeToken(revoked.refreshToken);
+    expect(await revoker.tessera.isSignedIn()).toBe(false);
+    expect(revoker.changes.at(-1)).toBeNull();
+
+    const own = (await ender.tessera.sessions.list()).list.find((session) => session.current);
+    const other = (await ender.tessera.sessions.list()).list.find((session) => !session.current);
+    await ender.tessera.sessions.end(other?._id ?? '');
+    expect(await ender.tessera.isSignedIn()).toBe(true);
+    await ender.tessera.sessions.end(own?._id ?? '');
+    expect(await ender.tessera.isSignedIn()).toBe(false);
+    expect(ender.changes.at(-1)).toBeNull();
+
+    // The bystander's session was `other`: its next call is refused and it signs out.
+    expect((await failure(bystander.tessera.users.me())).status).toBe(401);
+    expect(bystander.changes.at(-1)).toBeNull();
+  });
+
+  it('updates the profile, reads the registration, schedules and cancels the deletion, lists the events', async () => {
+    const { tessera } = client();
+    await signIn(tessera, newEmail());
+
+    expect(await tessera.users.update({ name: ' Ada ', surname: 'Lovelace' })).toMatchObject({
+      name: 'Ada',
+      surname: 'Lovelace',
+    });
+    const registration = await tessera.users.registration();
+    expect(registration.isRegistrationComplete).toBe(false);
+    expect(registration.missing).toEqual(['username', 'privacyPolicy', 'termsOfUse']);
+    expect((await tessera.users.requestDeletion()).accountDeletionStatus).toBe('scheduled');
+    expect((await tessera.users.cancelDeletion()).accountDeletionStatus).toBe('cancelled');
+
+    const types = [];
+    for await (const event of tessera.securityEvents.all({ limit: 1 })) types.push(event.type);
+    expect(types).toEqual(expect.arrayContaining(['sign_in', 'profile_updated', 'deletion_requested']));
+    expect((await tessera.securityEvents.list({ limit: 1 })).pagination.totalItems).toBe(types.length);
+  });
+
+  it('throws the envelope errors of a refused request as a TesseraError', async () => {
+    const { tessera } = client();
+
+    const invalid = await failure(tessera.auth.verifyCode(newEmail(), '12'));
+
+    expect(invalid.status).toBe(400);
+    expect(invalid.messages[0]).toBe('Validation failed');
+    expect(invalid.messages.length).toBeGreaterThan(1);
+    expect(invalid.isNetworkError).toBe(false);
+    expect(invalid.retryAfter).toBeUndefined();
+  });
+
+  it('fails with 401 without asking the server when it holds no tokens', async () => {
+    const { tessera, count } = client();
+
+    expect(await failure(tessera.sessions.list())).toMatchObject({ status: 401 });
+    expect(await tessera.accessToken()).toBeNull();
+    expect(count('GET /api/v1/auth/sessions')).toBe(0);
+  });
+});
+
+describe('@tessera/client when the gateway limits the caller', () => {
+  let gateway: TestGateway;
+  let baseUrl: string;
+  beforeAll(async () => {
+    gateway = await startGateway({ OTP_RESEND_COOLDOWN: '60' });
+    baseUrl = await listening(gateway);
+  });
+  afterAll(() => gateway.close());
+
+  it('reports Retry-After as retryAfter on a 429', async () => {
+    const tessera = createClient({ baseUrl });
+    clients.push(tessera);
+    const email = newEmail();
+    await tessera.auth.sendCode(email);
+
+    const limited = await failure(tessera.auth.sendCode(email));
+
+    expect(limited.status).toBe(429);
+    expect(limited.messages[0]).toBe('Too many requests');
+    expect(limited.retryAfter).toBeGreaterThan(0);
+    expect(limited.retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.isNetworkError).toBe(false);
+  });
+});
+
+describe('@tessera/client without an answer from the gateway', () => {
+  it('is a network error when the server is gone', async () => {
+    const server = http.createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    server.close();
+    await once(server, 'close');
+    const tessera = createClient({ baseUrl: `http://127.0.0.1:${port}` });
+    clients.push(tessera);
+
+    const unreachable = await failure(tessera.auth.sendCode(newEmail()));
+
+    expect(unreachable).toMatchObject({ status: 0, isNetworkError: true, retryAfter: undefined });
+    expect(unreachable.cause).toBeInstanceOf(Error);
+  });
+
+  it('is a network error when the answer is not an envelope (a proxy page)', async () => {
+    const proxy = http.createServer((_request, response) => {
+      response
+        .writeHead(502, { 'content-type': 'text/html', 'retry-after': '5' })
+        .end('<h1>Bad gateway</h1>');
+    });
+    proxy.listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+    try {
+      const tessera = createClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+      clients.push(tessera);
+
+      const garbled = await failure(tessera.auth.sendCode(newEmail()));
+
+      expect(garbled).toMatchObject({ status: 502, isNetworkError: true, retryAfter: 5 });
+    } finally {
+      proxy.close();
+    }
+  });
+});

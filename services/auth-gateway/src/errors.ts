@@ -1,0 +1,74 @@
+import { AppError, type ErrorStatus } from '@tessera/contracts';
+
+/**
+ * Every error the gateway answers, by its stable code: the HTTP status (whose canonical message is
+ * errors[0] of the envelope) and the detail a client reads after it. The code is what logs and the
+ * `tessera_errors_total` metric name.
+ */
+export const ERRORS = {
+  // The request itself
+  VALIDATION_FAILED: { status: 400, detail: '' },
+  BAD_REQUEST: { status: 400, detail: '' },
+  INVALID_JSON: { status: 400, detail: 'Body is not valid JSON' },
+  CONTENT_LENGTH_MISMATCH: { status: 400, detail: 'Content-Length does not match the body' },
+  HOST_MISSING: { status: 400, detail: 'An HTTP/1.1 request needs a Host header' },
+  ROUTE_NOT_FOUND: { status: 404, detail: '' },
+  BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
+  RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },
+
+  // Who is calling
+  BEARER_MISSING: { status: 401, detail: 'Send Authorization: Bearer <accessToken>' },
+  ACCESS_TOKEN_INVALID: { status: 401, detail: 'Access token is invalid or expired' },
+  SESSION_ENDED: { status: 401, detail: 'The session of this access token has ended' },
+
+  // Sign-in
+  OTP_INVALID: { status: 400, detail: 'Invalid code' },
+  OTP_NOT_FOUND: { status: 404, detail: 'No active code for this email; request a new one' },
+  OTP_LOCKED: { status: 409, detail: 'Too many wrong attempts; request a new code' },
+  SEND_COOLDOWN: { status: 429, detail: 'A code was sent to this email moments ago' },
+  SEND_LIMIT_EMAIL: { status: 429, detail: 'Too many codes were requested for this email' },
+  SEND_LIMIT_IP: { status: 429, detail: 'Too many codes were requested from this address' },
+  VERIFY_LIMIT_EMAIL: { status: 429, detail: 'Too many wrong codes for this email' },
+  VERIFY_LIMIT_IP: { status: 429, detail: 'Too many wrong codes from this address' },
+
+  // The profile
+  PROFILE_INVALID: { status: 400, detail: '' },
+  USERNAME_TAKEN: { status: 409, detail: 'username is taken' },
+  USERNAME_COOLDOWN: { status: 409, detail: '' },
+
+  // Account deletion
+  DELETION_ALREADY_SCHEDULED: { status: 409, detail: 'The deletion of this account is already scheduled' },
+  DELETION_NOT_SCHEDULED: { status: 409, detail: 'No deletion of this account is scheduled' },
+  DELETION_DUE: { status: 409, detail: 'The deletion of this account is due and can no longer be cancelled' },
+
+  // Sessions and refresh tokens
+  REFRESH_TOKEN_INVALID: { status: 401, detail: 'Refresh token is invalid, expired or revoked' },
+  REFRESH_TOKEN_REUSED: { status: 401, detail: 'Refresh token was already used; the session has ended' },
+  REFRESH_TOKEN_FOREIGN: { status: 403, detail: 'The refresh token belongs to another user' },
+  REFRESH_TOKEN_NOT_FOUND: { status: 404, detail: 'Unknown refresh token' },
+  REFRESH_TOKEN_NOT_ACTIVE: {
+    status: 409,
+    detail: 'The refresh token is already revoked, rotated or expired',
+  },
+  SESSION_NOT_FOUND: { status: 404, detail: 'Unknown session' },
+  SESSION_ALREADY_ENDED: { status: 409, detail: 'The session has already ended' },
+
+  // The service
+  INTERNAL: { status: 500, detail: '' },
+  DEPENDENCY_UNAVAILABLE: { status: 503, detail: '' },
+  NOT_READY: { status: 503, detail: '' },
+  SHUTTING_DOWN: { status: 503, detail: 'This instance is shutting down; try again' },
+} as const satisfies Record<string, { status: ErrorStatus; detail: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** An error of the catalog: its detail first, then any `more` details (which field, how long to wait). */
+export class GatewayError extends AppError {
+  declare readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, more: string[] = [], retryAfter?: number) {
+    const { status, detail } = ERRORS[code];
+    super(status, code, detail ? [detail, ...more] : more, retryAfter);
+  }
+}

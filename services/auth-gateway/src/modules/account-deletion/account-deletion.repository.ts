@@ -1,0 +1,189 @@
+import { type Kysely, sql, type Transaction, type Updateable } from 'kysely';
+import type { Database, UsersTable } from '../../database.ts';
+import type { SecurityEventType } from '../security-events/event-types.ts';
+import type { SessionEndReason } from '../sessions/sessions.repository.ts';
+import type { UserRow } from '../users/user.ts';
+
+/** Schedules the deletion when none is (never requested, or cancelled); otherwise changes nothing. */
+export function scheduleDeletion(
+  trx: Transaction<Database>,
+  userId: string,
+  { now, scheduledFor }: { now: Date; scheduledFor: Date },
+): Promise<UserRow | undefined> {
+  return trx
+    .updateTable('users')
+    .set({
+      accountDeletionStatus: 'scheduled',
+      accountDeletionRequestedAt: now,
+      accountDeletionScheduledFor: scheduledFor,
+      accountDeletionCancelledAt: null,
+      updatedAt: now,
+    })
+    .where('id', '=', userId)
+    .where((eb) =>
+      eb.or([eb('accountDeletionStatus', 'is', null), eb('accountDeletionStatus', '=', 'cancelled')]),
+    )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Cancels a scheduled deletion that is not due yet; otherwise changes nothing. */
+export function cancelDeletion(
+  trx: Transaction<Database>,
+  userId: string,
+  now: Date,
+): Promise<UserRow | undefined> {
+  return trx
+    .updateTable('users')
+    .set({ accountDeletionStatus: 'cancelled', accountDeletionCancelledAt: now, updatedAt: now })
+    .where('id', '=', userId)
+    .where('accountDeletionStatus', '=', 'scheduled')
+    .where('accountDeletionScheduledFor', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Where the account's deletion stands; undefined when there is no such account. */
+export function findDeletion(db: Kysely<Database>, userId: string) {
+  return db
+    .selectFrom('users')
+    .select(['accountDeletionStatus', 'accountDeletionScheduledFor'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+}
+
+/**
+ * Up to `limit` accounts whose deletion is due, oldest first, locked until the transaction ends. Rows
+ * another process has locked are skipped, so concurrent sweeps share the work instead of repeating it.
+ */
+export async function lockDueDeletions(
+  trx: Transaction<Database>,
+  now: Date,
+  limit: number,
+): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('users')
+    .select('id')
+    .where('accountDeletionStatus', '=', 'scheduled')
+    .where('accountDeletionScheduledFor', '<=', now)
+    .orderBy('accountDeletionScheduledFor')
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** Every profile field back to what a new account has: nothing of the person is left. */
+const ERASED_PROFILE = {
+  name: null,
+  surname: null,
+  username: null,
+  countryCode: null,
+  phoneNumber: null,
+  signupSource: null,
+  signupCampaign: null,
+  profilePhoto: null,
+  availabilityStatus: null,
+  birthDate: null,
+  gender: null,
+  interests: [],
+  expertise: null,
+  bio: null,
+  instagram: null,
+  x: null,
+  tiktok: null,
+  snapchat: null,
+  facebook: null,
+  timezone: null,
+  privacyPolicyAccepted: false,
+  privacyPolicyVersion: null,
+  termsOfUseAccepted: false,
+  termsOfUseVersion: null,
+  consentFormAccepted: false,
+  consentFormVersion: null,
+  lastUsernameChangeDate: null,
+  lastLogin: null,
+} satisfies Updateable<UsersTable>;
+
+/**
+ * Erases the accounts and marks them finalized. The rows stay as tombstones so an `_id` is never
+ * reused. The address becomes `DELETED-<id>@tombstone.invalid`: `.invalid` never receives mail
+ * (RFC 2606), the id keeps it unique, and the upper case keeps it out of reach of every sign-in,
+ * since every address the gateway stores or looks up is lower-cased first.
+ */
+export async function eraseAccounts(trx: Transaction<Database>, userIds: string[], now: Date): Promise<void> {
+  await trx
+    .updateTable('users')
+    .set({
+      ...ERASED_PROFILE,
+      email: sql<string>`'DELETED-' || ${sql.ref('id')} || '@tombstone.invalid'`,
+      accountDeletionStatus: 'finalized',
+      accountDeletionFinalizedAt: now,
+      updatedAt: now,
+    })
+    .where('id', 'in', userIds)
+    .execute();
+}
+
+/**
+ * Ends the accounts' open sessions, forgets where every one of their sessions came from and deletes
+ * their refresh tokens. Returns the ids of all their sessions, whose Redis keys must go.
+ */
+export async function endSessionsOf(
+  trx: Transaction<Database>,
+  userIds: string[],
+  now: Date,
+): Promise<{ ended: number; sessionIds: string[] }> {
+  const endReason: SessionEndReason = 'account_deleted';
+  const ended = await trx
+    .updateTable('sessions')
+    .set({ endedAt: now, endReason })
+    .where('userId', 'in', userIds)
+    .where('endedAt', 'is', null)
+    .executeTakeFirst();
+  const sessions = await trx
+    .updateTable('sessions')
+    .set({ ipAddress: null, userAgent: null })
+    .where('userId', 'in', userIds)
+    .returning('id')
+    .execute();
+  await trx
+    .deleteFrom('refreshTokens')
+    .where('sessionId', 'in', trx.selectFrom('sessions').select('id').where('userId', 'in', userIds))
+    .execute();
+  return { ended: Number(ended.numUpdatedRows), sessionIds: sessions.map((session) => session.id) };
+}
+
+/** Keeps the accounts' security events (what happened, when) without where from. */
+export async function anonymizeSecurityEvents(trx: Transaction<Database>, userIds: string[]): Promise<void> {
+  await trx
+    .updateTable('securityEvents')
+    .set({ ipAddress: null, userAgent: null })
+    .where('userId', 'in', userIds)
+    .execute();
+}
+
+/** The last event of each account: done by the service itself, so from nowhere. */
+export async function recordFinalized(
+  trx: Transaction<Database>,
+  userIds: string[],
+  now: Date,
+): Promise<void> {
+  const type: SecurityEventType = 'deletion_finalized';
+  await trx
+    .insertInto('securityEvents')
+    .values(
+      userIds.map((userId) => ({
+        type,
+        userId,
+        sessionId: null,
+        ipAddress: null,
+        userAgent: null,
+        details: '{}',
+        createdAt: now,
+      })),
+    )
+    .execute();
+}

@@ -1,0 +1,150 @@
+import {
+  DELETION_CANCELLED_JOB,
+  DELETION_SCHEDULED_JOB,
+  deletionCancelledJobId,
+  deletionScheduledJobId,
+  type EmailJobName,
+  type EmailJobs,
+} from '@tessera/contracts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../clock.ts';
+import type { Database } from '../../database.ts';
+import { GatewayError } from '../../errors.ts';
+import type { EmailQueue } from '../email/email.queue.ts';
+import type { ClientInfo, SecurityLog } from '../security-events/security-events.ts';
+import type { ActiveSessionStore } from '../sessions/active-sessions.store.ts';
+import { sessionsEnded } from '../sessions/metrics.ts';
+import type { UserRow } from '../users/user.ts';
+import * as repository from './account-deletion.repository.ts';
+import { accountDeletions } from './metrics.ts';
+
+export interface AccountDeletionOptions {
+  db: Kysely<Database>;
+  activeSessions: ActiveSessionStore;
+  emails: EmailQueue;
+  securityLog: SecurityLog;
+  clock: Clock;
+  log: FastifyBaseLogger;
+  /** Seconds from a request to the erasure (ACCOUNT_DELETION_GRACE). */
+  grace: number;
+}
+
+/** Where the caller is, and which session asks. */
+export type Caller = ClientInfo & { sessionId: string };
+
+export type AccountDeletion = ReturnType<typeof createAccountDeletion>;
+
+/**
+ * Account deletion with a grace period (API.md §8.11): the user schedules it and may cancel it until
+ * it is due; then `finalizeDue` (run by the sweep) erases the account and ends every session of it.
+ */
+export function createAccountDeletion({
+  db,
+  activeSessions,
+  emails,
+  securityLog,
+  clock,
+  log,
+  grace,
+}: AccountDeletionOptions) {
+  /** Why a transition did not apply: the account is gone (as if signed out), or in the wrong state. */
+  async function refusal(
+    trx: Kysely<Database>,
+    userId: string,
+    now: Date,
+    wrongState: 'scheduled' | 'not scheduled',
+  ) {
+    const deletion = await repository.findDeletion(trx, userId);
+    if (!deletion || deletion.accountDeletionStatus === 'finalized') return new GatewayError('SESSION_ENDED');
+    if (wrongState === 'scheduled') return new GatewayError('DELETION_ALREADY_SCHEDULED');
+    const due = deletion.accountDeletionScheduledFor;
+    if (deletion.accountDeletionStatus === 'scheduled' && due && due <= now)
+      return new GatewayError('DELETION_DUE');
+    return new GatewayError('DELETION_NOT_SCHEDULED');
+  }
+
+  /** After the transition has committed: a mail that cannot be queued leaves it standing, logged. */
+  async function notify<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
+    try {
+      await emails.add(name, data, jobId);
+    } catch (err) {
+      log.error({ err, userId, jobId }, 'could not queue the account deletion email');
+    }
+  }
+
+  return {
+    /** `null`/`cancelled` → `scheduled`, due `ACCOUNT_DELETION_GRACE` seconds from now. */
+    async request(userId: string, { sessionId, ...client }: Caller): Promise<UserRow> {
+      const now = clock.now();
+      const scheduledFor = new Date(now.getTime() + grace * 1000);
+      const user = await db.transaction().execute(async (trx) => {
+        const row = await repository.scheduleDeletion(trx, userId, { now, scheduledFor });
+        if (!row) throw await refusal(trx, userId, now, 'scheduled');
+        const details = { scheduledFor: scheduledFor.toISOString() };
+        await securityLog.record(
+          { type: 'deletion_requested', userId, sessionId, client, details, at: now },
+          trx,
+        );
+        return row;
+      });
+      accountDeletions.add(1, { transition: 'requested' });
+      log.info({ userId, scheduledFor }, 'account deletion scheduled');
+      await notify(
+        DELETION_SCHEDULED_JOB,
+        { to: user.email, scheduledFor: scheduledFor.toISOString() },
+        deletionScheduledJobId(userId, now),
+        userId,
+      );
+      return user;
+    },
+
+    /** `scheduled` → `cancelled`, while the deletion is not due yet. */
+    async cancel(userId: string, { sessionId, ...client }: Caller): Promise<UserRow> {
+      const now = clock.now();
+      const user = await db.transaction().execute(async (trx) => {
+        const row = await repository.cancelDeletion(trx, userId, now);
+        if (!row) throw await refusal(trx, userId, now, 'not scheduled');
+        await securityLog.record({ type: 'deletion_cancelled', userId, sessionId, client, at: now }, trx);
+        return row;
+      });
+      accountDeletions.add(1, { transition: 'cancelled' });
+      log.info({ userId }, 'account deletion cancelled');
+      await notify(
+        DELETION_CANCELLED_JOB,
+        { to: user.email, cancelledAt: now.toISOString() },
+        deletionCancelledJobId(userId, now),
+        userId,
+      );
+      return user;
+    },
+
+    /**
+     * `scheduled` → `finalized` for up to `limit` due accounts, in one transaction; returns their ids.
+     * Safe to run in several processes at once: each account is finalized by exactly one of them.
+     */
+    async finalizeDue(limit: number): Promise<string[]> {
+      const now = clock.now();
+      const { userIds, ended } = await db.transaction().execute(async (trx) => {
+        const ids = await repository.lockDueDeletions(trx, now, limit);
+        if (ids.length === 0) return { userIds: ids, ended: 0 };
+        await repository.eraseAccounts(trx, ids, now);
+        const sessions = await repository.endSessionsOf(trx, ids, now);
+        await repository.anonymizeSecurityEvents(trx, ids);
+        await repository.recordFinalized(trx, ids, now);
+        // Before the commit: when Redis fails, nothing is finalized and the next run tries again, so a
+        // finalized account never keeps a working access token. A refresh waiting on a session row
+        // finds the session ended once this commits.
+        // Every session's key, not only those ended now: a delete that failed before is repaired.
+        await activeSessions.remove(sessions.sessionIds);
+        return { userIds: ids, ended: sessions.ended };
+      });
+      if (userIds.length > 0) {
+        accountDeletions.add(userIds.length, { transition: 'finalized' });
+        sessionsEnded.add(ended, { reason: 'account_deleted' });
+        log.info({ userIds }, 'accounts deleted');
+      }
+      return userIds;
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import { errorResponses } from '@tessera/contracts';
+import { User } from '../users/user.ts';
+
+const bearer = [{ bearerAuth: [] }];
+const tags = ['users'];
+
+export const requestDeletionSchema = {
+  summary: "Schedule the deletion of the caller's account",
+  description:
+    'The account is erased `ACCOUNT_DELETION_GRACE` seconds from now (`accountDeletionScheduledFor`); ' +
+    'an email tells the date. Until then everything works as before and the deletion can be ' +
+    'cancelled. Then every session ends and the personal data is erased. 409: already scheduled.',
+  tags,
+  security: bearer,
+  response: { 200: User, ...errorResponses(401, 409, 503) },
+};
+
+export const cancelDeletionSchema = {
+  summary: "Cancel the scheduled deletion of the caller's account",
+  description:
+    'The account stays; an email confirms it. 409: no deletion is scheduled, or it is already due.',
+  tags,
+  security: bearer,
+  response: { 200: User, ...errorResponses(401, 409, 503) },
+};

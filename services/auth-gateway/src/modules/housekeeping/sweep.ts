@@ -1,0 +1,73 @@
+import { meter } from '@tessera/telemetry';
+import type { FastifyBaseLogger } from 'fastify';
+
+const sweepFailures = meter.createCounter('tessera.sweep.failures', {
+  description:
+    'Runs of a background sweep that failed (Postgres or Redis unavailable); retried at the next run',
+});
+
+export interface SweepOptions {
+  /** What the sweep does, for logs and metrics: `account_deletion`, `retention`. */
+  name: string;
+  /** Handles up to `limit` rows; returns how many it handled. */
+  runBatch: (limit: number) => Promise<number>;
+  /** Seconds between two runs. */
+  interval: number;
+  log: FastifyBaseLogger;
+  /** Rows per batch (and per transaction), so that no run holds many row locks for long. */
+  batchSize?: number;
+}
+
+export type Sweep = ReturnType<typeof createSweep>;
+
+/**
+ * Background work on what Postgres holds, at once when started and then every `interval` seconds,
+ * batch after batch until a batch comes back short. Every gateway process runs each sweep: the work
+ * lives in Postgres, so it happens whatever restarts in between, and the batches lock their rows
+ * (SKIP LOCKED) so that the processes share the work. A failed run (Postgres or Redis down) is
+ * logged and counted, and the next run tries again.
+ */
+export function createSweep({ name, runBatch, interval, log, batchSize = 100 }: SweepOptions) {
+  sweepFailures.add(0, { sweep: name });
+  let stopped = true;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+
+  async function run(): Promise<void> {
+    try {
+      while (!stopped) {
+        if ((await runBatch(batchSize)) < batchSize) return;
+      }
+    } catch (err) {
+      sweepFailures.add(1, { sweep: name });
+      log.error({ err, sweep: name }, 'sweep failed; the next run tries again');
+    }
+  }
+
+  function schedule(delayMs: number): void {
+    timer = setTimeout(() => {
+      running = run().finally(() => {
+        running = undefined;
+        if (!stopped) schedule(interval * 1000);
+      });
+    }, delayMs);
+    // The server keeps the process alive, not the sweep.
+    timer.unref();
+  }
+
+  return {
+    /** Runs at once (for what came due while no process ran), then every `interval` seconds. */
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+
+    /** Starts no further run or batch; resolves once the batch in progress has committed. */
+    async stop(): Promise<void> {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import fp from 'fastify-plugin';
+import { GatewayError } from '../errors.ts';
+
+const PREFIX = '/account';
+/** Vite names every file under assets/ after a hash of its content, so a cache may keep it for good. */
+const ASSETS = `${PREFIX}/assets/`;
+
+// The console's own files only: no inline script or style, nothing from elsewhere, never framed (a
+// framed "Delete account" button could be clickjacked), forms never posted (the page sends JSON).
+const CONSOLE_CSP = [
+  "default-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export interface ConsoleOptions {
+  /** `CONSOLE_ENABLED`. */
+  serve: boolean;
+  /** The console's build output (`apps/console/dist` unless `CONSOLE_DIR` says otherwise). */
+  dir: string;
+}
+
+const isConsoleUrl = (url: string) =>
+  url === PREFIX || url.startsWith(`${PREFIX}/`) || url.startsWith(`${PREFIX}?`);
+
+/**
+ * The account console (apps/console, built by Vite) at `/account/`, from the API's own origin: no
+ * CORS and no token in any URL. Static files, not part of the API: not enveloped (a file is sent as
+ * a stream, which the envelope never wraps) and hidden from the OpenAPI document. Without a build the
+ * gateway still starts and `/account/` answers the enveloped 404 saying how to build it.
+ */
+export default fp<ConsoleOptions>(
+  async function consolePlugin(app, { serve, dir }) {
+    if (!serve) return;
+    const root = path.resolve(dir);
+
+    app.addHook('onSend', async (request, reply) => {
+      if (!isConsoleUrl(request.url)) return;
+      reply.header('content-security-policy', CONSOLE_CSP);
+      // http-security's hook, which runs before this one, made it no-store; the page is revalidated.
+      const immutable = request.url.startsWith(ASSETS) && reply.statusCode === 200;
+      reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+    });
+
+    if (!existsSync(path.join(root, 'index.html'))) {
+      app.log.warn({ dir: root }, 'account console not built: /account/ answers 404');
+      const notBuilt = async () => {
+        throw new GatewayError('ROUTE_NOT_FOUND', [
+          'The account console is not built: run `pnpm --filter @tessera/console build`',
+        ]);
+      };
+      app.get(PREFIX, { schema: { hide: true } }, notBuilt);
+      app.get(`${PREFIX}/*`, { schema: { hide: true } }, notBuilt);
+      return;
+    }
+
+    await app.register(fastifyStatic, {
+      root,
+      // Without the trailing slash, so that `/account` is redirected to `/account/`.
+      prefix: PREFIX,
+      redirect: true,
+      index: 'index.html',
+      // Files are looked up when asked for, so a rebuild needs no restart.
+      wildcard: true,
+      dotfiles: 'ignore',
+      // Set above, per kind of file.
+      cacheControl: false,
+      // Swagger UI registers its own copy of this plugin; the console needs no reply decorators.
+      decorateReply: false,
+      schemaHide: true,
+    });
+  },
+  { name: 'console', dependencies: ['http-security', 'error-handler'] },
+);

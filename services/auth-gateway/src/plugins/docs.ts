@@ -1,0 +1,69 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import fp from 'fastify-plugin';
+
+const PREFIX = '/docs';
+
+// Swagger UI's own files and the document, from this server only: no CDN, no validator badge, no
+// inline script (its styles set style attributes, which is all 'unsafe-inline' allows here).
+const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export interface DocsOptions {
+  /** `DOCS_ENABLED`: the OpenAPI document is built either way (the client types come from it). */
+  serve: boolean;
+  version: string;
+}
+
+/**
+ * The OpenAPI 3.1 document, built from the same schemas that validate and serialize the routes, at
+ * `GET /docs/json`, and the Swagger UI console over it at `/docs`. Registered before any route.
+ */
+export default fp<DocsOptions>(
+  async function docs(app, { serve, version }) {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Tessera',
+          version,
+          description:
+            'Email one-time-code sign-in: a 4-digit code by email, a JWT access token and a rotating refresh ' +
+            'token, sessions, the profile and the account. Every response is the envelope ' +
+            '`{ isSuccess, statusCode, data, errors, timestamp }`; every list is `{ list, pagination }`.',
+        },
+        components: {
+          securitySchemes: {
+            // The console's Authorize field takes the access token alone, without "Bearer ".
+            bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          },
+        },
+      },
+    });
+    if (!serve) return;
+
+    // The console and the document are not enveloped, and the console may load its own assets.
+    app.addHook('onRoute', (route) => {
+      if (route.url === PREFIX || route.url.startsWith(`${PREFIX}/`))
+        route.config = { ...route.config, envelope: false };
+    });
+    app.addHook('onSend', async (request, reply) => {
+      if (request.url === PREFIX || request.url.startsWith(`${PREFIX}/`))
+        reply.header('content-security-policy', DOCS_CSP);
+    });
+    await app.register(swaggerUi, {
+      routePrefix: PREFIX,
+      uiConfig: { validatorUrl: null, persistAuthorization: false, tryItOutEnabled: true },
+    });
+  },
+  { name: 'docs', dependencies: ['envelope'] },
+);

@@ -1,0 +1,40 @@
+import { errorResponses, SuccessEnvelope, success } from '@tessera/contracts';
+import fp from 'fastify-plugin';
+import type { TSchema } from 'typebox';
+import type { Clock } from '../clock.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `false` for the few routes that answer a standard format of their own (the JWK Set). */
+    envelope?: boolean;
+  }
+}
+
+/**
+ * The envelope, put once around every route's success: a handler returns its `data` and its schema
+ * declares the `data` of each 2xx status; both are wrapped here, at run time and in the schema that
+ * serializes and documents the route. The errors any route can answer (a malformed request or
+ * body, a body too large or not JSON, the general rate limit, a bug) are added to every schema too.
+ * Errors are enveloped by the error handler.
+ */
+export default fp<{ clock: Clock }>(
+  async function envelope(app, { clock }) {
+    app.addHook('onRoute', (route) => {
+      const response = route.schema?.response as Record<string, TSchema> | undefined;
+      if (!response) return;
+      const wrapped = Object.entries(response).map(([status, schema]) => [
+        status,
+        status.startsWith('2') && route.config?.envelope !== false ? SuccessEnvelope(schema) : schema,
+      ]);
+      const common = errorResponses(400, 413, 415, 429, 500);
+      // A new schema object: the module's own is shared by every app built in the process.
+      route.schema = { ...route.schema, response: { ...common, ...Object.fromEntries(wrapped) } };
+    });
+
+    app.addHook('preSerialization', async (request, reply, payload) => {
+      if (reply.statusCode >= 400 || request.routeOptions.config.envelope === false) return payload;
+      return success(payload, clock.now(), reply.statusCode);
+    });
+  },
+  { name: 'envelope' },
+);

@@ -1,0 +1,124 @@
+import type { Queue } from 'bullmq';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Kysely } from 'kysely';
+import type { Clock } from './clock.ts';
+import type { GatewayConfig } from './config.ts';
+import type { Database } from './database.ts';
+import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
+import { createEmailQueue } from './modules/email/email.queue.ts';
+import { readinessChecks } from './modules/health/readiness.ts';
+import { retentionBatch } from './modules/housekeeping/retention.ts';
+import { createSweep } from './modules/housekeeping/sweep.ts';
+import { createSecurityLog } from './modules/security-events/security-events.ts';
+import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
+import { verifyCaller } from './modules/sessions/authenticate.ts';
+import { createSessions } from './modules/sessions/sessions.ts';
+import { createOtpStore } from './modules/sign-in/otp.store.ts';
+import { otpEmailQueue } from './modules/sign-in/otp-email.queue.ts';
+import { createSignInService } from './modules/sign-in/sign-in.service.ts';
+import type { SigningKey, VerificationKey } from './modules/tokens/keys.ts';
+import { createTokenService } from './modules/tokens/tokens.service.ts';
+import { createUsers } from './modules/users/users.service.ts';
+
+export interface Clients {
+  db: Kysely<Database>;
+  redis: Redis;
+  mailQueue: Queue;
+  keys: { signingKey: SigningKey; verificationKeys: VerificationKey[] };
+  clock: Clock;
+  log: FastifyBaseLogger;
+}
+
+export type Services = ReturnType<typeof createServices>;
+
+/** The whole gateway: every service and store, built once from the configuration and the clients. */
+export function createServices(config: GatewayConfig, { db, redis, mailQueue, keys, clock, log }: Clients) {
+  const securityLog = createSecurityLog(db, log);
+  const policies = { ...config.policies, consentFormVersion: config.policies.consentFormVersion ?? null };
+  const tokens = createTokenService({
+    ...keys,
+    issuer: config.jwt.issuer,
+    audience: config.jwt.audience,
+    accessTokenTtl: config.jwt.accessTokenTtl,
+    clockTolerance: config.jwt.clockTolerance,
+  });
+  const activeSessions = createActiveSessionStore(redis);
+  const emails = createEmailQueue(mailQueue, {
+    attempts: config.mail.retryAttempts,
+    backoffMs: config.mail.retryBackoffMs,
+  });
+  const sessions = createSessions({
+    db,
+    activeSessions,
+    tokens,
+    securityLog,
+    clock,
+    log,
+    accessTokenTtl: config.jwt.accessTokenTtl,
+    refreshTokenTtl: config.sessions.refreshTokenTtl,
+    refreshReuseGrace: config.sessions.refreshReuseGrace,
+  });
+  const signIn = createSignInService({
+    otp: createOtpStore(redis, clock, {
+      secret: config.otp.secret,
+      ttlSeconds: config.otp.ttl,
+      maxAttempts: config.otp.maxAttempts,
+      limits: config.otp,
+    }),
+    enqueueOtpEmail: otpEmailQueue(emails),
+    startSession: sessions.start,
+    securityLog,
+    clock,
+    log,
+    otpTtl: config.otp.ttl,
+    resendCooldown: config.otp.resendCooldown,
+    exposeCode: config.env !== 'production',
+    policies,
+  });
+  const users = createUsers({
+    db,
+    securityLog,
+    clock,
+    policies,
+    minAge: config.users.minAge,
+    usernameChangeCooldown: config.users.usernameChangeCooldown,
+  });
+  const accountDeletion = createAccountDeletion({
+    db,
+    activeSessions,
+    emails,
+    securityLog,
+    clock,
+    log,
+    grace: config.users.deletionGrace,
+  });
+
+  return {
+    /** Who is calling: the access token verified and its session still active. */
+    authenticate: verifyCaller(tokens, activeSessions),
+    jwks: tokens.jwks,
+    signIn,
+    sessions,
+    users,
+    accountDeletion,
+    /** Finalizes due account deletions in the background; app.ts starts and stops it. */
+    /** Background work every gateway process runs while it is up. */
+    sweeps: [
+      createSweep({
+        name: 'account_deletion',
+        runBatch: async (limit) => (await accountDeletion.finalizeDue(limit)).length,
+        interval: config.users.deletionSweepInterval,
+        log,
+      }),
+      createSweep({
+        name: 'retention',
+        runBatch: retentionBatch({ db, clock, ...config.retention }),
+        interval: config.retention.sweepInterval,
+        log,
+      }),
+    ],
+    securityLog,
+    readiness: readinessChecks(db, redis),
+  };
+}

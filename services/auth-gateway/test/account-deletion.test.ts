@@ -1,0 +1,658 @@
+import { Writable } from 'node:stream';
+import {
+  DELETION_CANCELLED_JOB,
+  DELETION_SCHEDULED_JOB,
+  deletionCancelledJobId,
+  deletionScheduledJobId,
+} from '@tessera/contracts';
+import { createMailWorker } from '@tessera/mailer';
+import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
+import { createTransport, type MailTransport } from '@tessera/mailer/transport';
+import {
+  createTestDatabase,
+  createTestRedis,
+  type ReceivedMail,
+  type SmtpSink,
+  startSmtpSink,
+  type TestDatabase,
+  type TestRedis,
+} from '@tessera/testing';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import type { Clock } from '../src/clock.ts';
+import { loadConfig } from '../src/config.ts';
+import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
+import { bearer, body, GENEROUS_LIMITS, type Json, manualClock, post, signIn } from './helpers.ts';
+
+type App = Awaited<ReturnType<typeof buildApp>>;
+
+const DELETION = '/api/v1/users/me/deletion';
+const ME = '/api/v1/users/me';
+const GRACE = 2_592_000;
+const SIGNING_KEY = generateSigningKeyPem();
+// Now, to the minute: access tokens are checked against the real time, so the clocks start from it.
+const START = new Date(Math.floor(Date.now() / 60_000) * 60_000).toISOString();
+const at = (iso: string, plusSeconds = 0) => new Date(Date.parse(iso) + plusSeconds * 1000).toISOString();
+
+/** `22 December 2026 at 10:00 UTC`, written here independently of the mailer's own formatting. */
+function longDate(iso: string): string {
+  const day = new Intl.DateTimeFormat('en-GB', {
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  }).format(new Date(iso));
+  return `${day} at ${iso.slice(11, 16)} UTC`;
+}
+const numbersOf = (text: string) => new Set(text.match(/\d+/g) ?? []);
+
+/**
+ * A database and Redis namespace of their own, on which gateways start, stop and restart as
+ * processes of one deployment would. Each gateway's log lines are kept.
+ */
+interface Deployment {
+  database: TestDatabase;
+  redis: TestRedis;
+  running: Set<App>;
+}
+const deployments: Deployment[] = [];
+
+async function deployment(): Promise<Deployment> {
+  const created = { database: await createTestDatabase(), redis: createTestRedis(), running: new Set<App>() };
+  deployments.push(created);
+  return created;
+}
+
+/** Every line a gateway logged, parsed. */
+type Log = Record<string, unknown>[];
+
+async function gateway(
+  on: Deployment,
+  clock: Clock,
+  env: Record<string, string> = {},
+): Promise<{ app: App; log: Log }> {
+  const log: Log = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) log.push(JSON.parse(line));
+      done();
+    },
+  });
+  const config = loadConfig({
+    APP_ENV: 'test',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: on.database.url,
+    REDIS_URL: on.redis.url,
+    REDIS_KEY_PREFIX: on.redis.keyPrefix,
+    BULLMQ_PREFIX: on.redis.bullmqPrefix,
+    JWT_PRIVATE_KEY: SIGNING_KEY,
+    OTP_SECRET: 'test-otp-secret-that-is-long-enough-0123456789',
+    TRUST_PROXY: 'true',
+    ...GENEROUS_LIMITS,
+    ...env,
+  });
+  const app = await buildApp(config, { clock, logStream, checkResponses: true });
+  on.running.add(app);
+  return { app, log };
+}
+
+async function stop(on: Deployment, app: App): Promise<void> {
+  on.running.delete(app);
+  await app.close();
+}
+
+afterAll(async () => {
+  for (const { database, redis, running } of deployments) {
+    await Promise.all([...running].map((app) => app.close()));
+    await Promise.all([database.drop(), redis.flush()]);
+  }
+});
+
+const requestDeletion = (app: App, accessToken: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'POST', url: DELETION, headers: { ...bearer(accessToken), ...headers } });
+const cancelDeletion = (app: App, accessToken: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'DELETE', url: DELETION, headers: { ...bearer(accessToken), ...headers } });
+const me = (app: App, accessToken: string) => app.inject({ url: ME, headers: bearer(accessToken) });
+const refresh = (app: App, refreshToken: string) => post(app, '/api/v1/auth/refresh-token', { refreshToken });
+
+const userRow = (app: App, id: string) =>
+  app.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const eventsOf = (app: App, userId: string) =>
+  app.db
+    .selectFrom('securityEvents')
+    .select(['type', 'sessionId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
+    .where('userId', '=', userId)
+    .orderBy('createdAt')
+    .orderBy('id')
+    .execute();
+const sessionsOf = (app: App, userId: string) =>
+  app.db
+    .selectFrom('sessions')
+    .select(['id', 'endedAt', 'endReason', 'ipAddress', 'userAgent'])
+    .where('userId', '=', userId)
+    .orderBy('createdAt')
+    .execute();
+
+/** Polls until `check` returns a value (not undefined), for work done in the background. */
+async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 8_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const finalized = (app: App, userId: string) =>
+  eventually(async () => {
+    const row = await userRow(app, userId);
+    return row.accountDeletionStatus === 'finalized' ? row : undefined;
+  }, `the deletion of ${userId} to be finalized`);
+
+const phone = { 'user-agent': 'Phone/1.0', 'x-forwarded-for': '203.0.113.7' };
+const laptop = { 'user-agent': 'Laptop/2.0', 'x-forwarded-for': '198.51.100.23' };
+
+describe('requesting and cancelling a deletion', () => {
+  const clock = manualClock(new Date(START));
+  let app: App;
+  beforeAll(async () => {
+    // Sweeps once when ready, while nothing is due, and then not again during this block.
+    ({ app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' }));
+  });
+
+  it('schedules the deletion ACCOUNT_DELETION_GRACE seconds ahead and answers the User', async () => {
+    const alice = await signIn(app, 'alice@example.com', phone);
+    expect(alice.user.accountDeletionStatus).toBeNull();
+    clock.advance(60);
+
+    const response = await requestDeletion(app, alice.accessToken, phone);
+    expect(response.statusCode).toBe(200);
+    const user = body(response).data;
+    expect(user).toMatchObject({
+      _id: alice.user._id,
+      email: 'alice@example.com',
+      accountDeletionStatus: 'scheduled',
+      accountDeletionRequestedAt: at(START, 60),
+      accountDeletionScheduledFor: at(START, 60 + GRACE),
+      accountDeletionCancelledAt: null,
+      accountDeletionFinalizedAt: null,
+    });
+    // Everything still works while the deletion is scheduled.
+    expect(body(await me(app, alice.accessToken)).data).toEqual(user);
+    expect((await refresh(app, alice.refreshToken)).statusCode).toBe(200);
+  });
+
+  it('answers 409 to a second request, leaving the first one as it was', async () => {
+    const bob = await signIn(app, 'bob@example.com');
+    const first = body(await requestDeletion(app, bob.accessToken)).data;
+    clock.advance(5);
+
+    const again = await requestDeletion(app, bob.accessToken);
+    expect(again.statusCode).toBe(409);
+    expect(body(again).errors).toEqual([
+      'Resource already exists or cannot be changed in its current state',
+      'The deletion of this account is already scheduled',
+    ]);
+    expect(body(await me(app, bob.accessToken)).data).toEqual(first);
+  });
+
+  it('cancels a scheduled deletion, then answers 409 to a second cancel; a new request schedules afresh', async () => {
+    const carol = await signIn(app, 'carol@example.com');
+    const requested = body(await requestDeletion(app, carol.accessToken)).data;
+    clock.advance(3600);
+
+    const cancelled = await cancelDeletion(app, carol.accessToken);
+    expect(cancelled.statusCode).toBe(200);
+    const cancelledAt = clock.now().toISOString();
+    expect(body(cancelled).data).toMatchObject({
+      accountDeletionStatus: 'cancelled',
+      accountDeletionRequestedAt: requested.accountDeletionRequestedAt,
+      accountDeletionScheduledFor: requested.accountDeletionScheduledFor,
+      accountDeletionCancelledAt: cancelledAt,
+      accountDeletionFinalizedAt: null,
+    });
+
+    const again = await cancelDeletion(app, carol.accessToken);
+    expect(again.statusCode).toBe(409);
+    expect(body(again).errors).toEqual([
+      'Resource already exists or cannot be changed in its current state',
+      'No deletion of this account is scheduled',
+    ]);
+
+    clock.advance(60);
+    const renewed = await requestDeletion(app, carol.accessToken);
+    expect(renewed.statusCode).toBe(200);
+    expect(body(renewed).data).toMatchObject({
+      accountDeletionStatus: 'scheduled',
+      accountDeletionRequestedAt: clock.now().toISOString(),
+      accountDeletionScheduledFor: at(clock.now().toISOString(), GRACE),
+      accountDeletionCancelledAt: null,
+    });
+  });
+
+  it('answers 409 to a cancel when no deletion was ever requested', async () => {
+    const dave = await signIn(app, 'dave@example.com');
+    const response = await cancelDeletion(app, dave.accessToken);
+    expect(response.statusCode).toBe(409);
+    expect(body(response).errors[1]).toBe('No deletion of this account is scheduled');
+    expect(body(await me(app, dave.accessToken)).data.accountDeletionStatus).toBeNull();
+  });
+
+  it('records each transition as a security event of the session, from where it was asked', async () => {
+    const erin = await signIn(app, 'erin@example.com', phone);
+    const sid = JSON.parse(Buffer.from(erin.accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
+    clock.advance(1);
+    await requestDeletion(app, erin.accessToken, laptop);
+    clock.advance(1);
+    await cancelDeletion(app, erin.accessToken, laptop);
+
+    const events = await eventsOf(app, erin.user._id);
+    expect(events.map(({ type, details }) => [type, details])).toEqual([
+      ['sign_in', {}],
+      ['deletion_requested', { scheduledFor: at(clock.now().toISOString(), GRACE - 1) }],
+      ['deletion_cancelled', {}],
+    ]);
+    for (const event of events.slice(1))
+      expect(event).toMatchObject({ sessionId: sid, ipAddress: '198.51.100.23', userAgent: 'Laptop/2.0' });
+    // The caller's own list shows them too.
+    const listed = await app.inject({
+      url: '/api/v1/users/me/security-events',
+      headers: bearer(erin.accessToken),
+    });
+    expect(body(listed).data.list.map((event: Json) => event.type)).toEqual([
+      'deletion_cancelled',
+      'deletion_requested',
+      'sign_in',
+    ]);
+  });
+
+  it('refuses to cancel a deletion that is already due (409), even before the sweep has run', async () => {
+    const fay = await signIn(app, 'fay@example.com');
+    await requestDeletion(app, fay.accessToken);
+    clock.advance(GRACE);
+    const response = await cancelDeletion(app, fay.accessToken);
+    expect(response.statusCode).toBe(409);
+    expect(body(response).errors[1]).toBe(
+      'The deletion of this account is due and can no longer be cancelled',
+    );
+  });
+
+  it('is documented: bearer only, with the User and every error status, all enveloped', async () => {
+    const document = (await app.inject({ url: '/docs/json' })).json();
+    for (const method of ['post', 'delete']) {
+      const operation = document.paths['/api/v1/users/me/deletion'][method];
+      expect(operation).toMatchObject({ tags: ['users'], security: [{ bearerAuth: [] }] });
+      expect(operation.summary).toMatch(/deletion of the caller's account/);
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '401', '409', '503']));
+      const ok = operation.responses['200'].content['application/json'].schema;
+      expect(ok.properties.data.properties).toHaveProperty('accountDeletionScheduledFor');
+    }
+  });
+
+  it('answers 401 without a valid access token', async () => {
+    expect((await app.inject({ method: 'POST', url: DELETION })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'DELETE', url: DELETION })).statusCode).toBe(401);
+    expect((await requestDeletion(app, 'a.b.c')).statusCode).toBe(401);
+  });
+});
+
+/** Every field of a profile filled in, as a user who has used the app for a while would have it. */
+const LIVED_IN_PROFILE = {
+  name: 'Ayşe',
+  surname: 'Yılmaz',
+  username: 'ayse.yilmaz',
+  countryCode: '90',
+  phoneNumber: '5321234567',
+  signupSource: 'instagram',
+  signupCampaign: 'spring-2026',
+  profilePhoto: 'https://cdn.example.com/ayse.jpg',
+  availabilityStatus: 'busy',
+  birthDate: new Date('1990-05-01T00:00:00.000Z'),
+  gender: 'female',
+  interests: ['photography', 'sailing'],
+  expertise: 'Portrait photography',
+  bio: 'Photographer in Istanbul.',
+  instagram: 'ayse.shoots',
+  x: 'ayse_x',
+  tiktok: 'ayse_tt',
+  snapchat: 'ayse_snap',
+  facebook: 'ayse.fb',
+  timezone: 'Europe/Istanbul',
+  privacyPolicyAccepted: true,
+  privacyPolicyVersion: '1.0.0',
+  termsOfUseAccepted: true,
+  termsOfUseVersion: '1.0.0',
+  consentFormAccepted: true,
+  consentFormVersion: '1.0.0',
+  lastUsernameChangeDate: new Date('2026-11-01T10:00:00.000Z'),
+  isRegistrationComplete: true,
+};
+
+/** What is left of that profile once the account is erased: nothing of the person. */
+const ERASED = {
+  name: null,
+  surname: null,
+  username: null,
+  countryCode: null,
+  phoneNumber: null,
+  signupSource: null,
+  signupCampaign: null,
+  profilePhoto: null,
+  availabilityStatus: null,
+  birthDate: null,
+  gender: null,
+  interests: [],
+  expertise: null,
+  bio: null,
+  instagram: null,
+  x: null,
+  tiktok: null,
+  snapchat: null,
+  facebook: null,
+  timezone: null,
+  privacyPolicyAccepted: false,
+  privacyPolicyVersion: null,
+  termsOfUseAccepted: false,
+  termsOfUseVersion: null,
+  consentFormAccepted: false,
+  consentFormVersion: null,
+  lastUsernameChangeDate: null,
+  lastLogin: null,
+};
+
+describe('finalization', () => {
+  it('erases the account when the grace period is over: every token refused, a tombstone left, the email free again', async () => {
+    const clock = manualClock(new Date(START));
+    const { app, log } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '1' });
+    const onPhone = await signIn(app, 'ayse@example.com', phone);
+    clock.advance(1);
+    const onLaptop = await signIn(app, 'ayse@example.com', laptop);
+    clock.advance(1);
+    const id = onPhone.user._id;
+    await app.db.updateTable('users').set(LIVED_IN_PROFILE).where('id', '=', id).execute();
+    // Someone else, whose account the sweep must leave alone.
+    const bystander = await signIn(app, 'bystander@example.com', laptop);
+
+    const requested = body(await requestDeletion(app, onPhone.accessToken, phone)).data;
+    const requestedAt = at(START, 2);
+    const due = at(requestedAt, GRACE);
+    expect(requested.accountDeletionScheduledFor).toBe(due);
+
+    // A second before the date, sweeps come and go and the account stays.
+    clock.advance(GRACE - 1);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await userRow(app, id)).accountDeletionStatus).toBe('scheduled');
+    expect((await me(app, onLaptop.accessToken)).statusCode).toBe(200);
+
+    clock.advance(1);
+    const tombstone = await finalized(app, id);
+
+    // Every token of every device is refused from the next request on.
+    for (const { accessToken, refreshToken } of [onPhone, onLaptop]) {
+      const refused = await me(app, accessToken);
+      expect(refused.statusCode).toBe(401);
+      expect(body(refused).errors[0]).toBe('Authentication required');
+      expect((await refresh(app, refreshToken)).statusCode).toBe(401);
+      expect((await requestDeletion(app, accessToken)).statusCode).toBe(401);
+    }
+
+    // The row stays, as a tombstone: the id is never handed out again.
+    expect(tombstone).toMatchObject({
+      ...ERASED,
+      id,
+      email: `DELETED-${id}@tombstone.invalid`,
+      accountDeletionStatus: 'finalized',
+      accountDeletionRequestedAt: new Date(requestedAt),
+      accountDeletionScheduledFor: new Date(due),
+      accountDeletionCancelledAt: null,
+      accountDeletionFinalizedAt: new Date(due),
+      updatedAt: new Date(due),
+    });
+    const sessions = await sessionsOf(app, id);
+    expect(sessions).toHaveLength(2);
+    for (const session of sessions)
+      expect(session).toMatchObject({
+        endedAt: new Date(due),
+        endReason: 'account_deleted',
+        ipAddress: null,
+        userAgent: null,
+      });
+    const refreshTokensLeft = await app.db
+      .selectFrom('refreshTokens')
+      .select('tokenHash')
+      .where(
+        'sessionId',
+        'in',
+        sessions.map((session) => session.id),
+      )
+      .execute();
+    expect(refreshTokensLeft).toEqual([]);
+
+    // What happened stays on record, without where from.
+    const events = await eventsOf(app, id);
+    expect(events.map((event) => event.type)).toEqual([
+      'sign_in',
+      'sign_in',
+      'deletion_requested',
+      'deletion_finalized',
+    ]);
+    for (const event of events) expect(event).toMatchObject({ ipAddress: null, userAgent: null });
+    expect(events.at(-1)).toMatchObject({ sessionId: null, createdAt: new Date(due) });
+
+    // The bystander keeps everything.
+    expect((await me(app, bystander.accessToken)).statusCode).toBe(200);
+    expect((await eventsOf(app, bystander.user._id))[0]).toMatchObject({
+      ipAddress: '198.51.100.23',
+      userAgent: 'Laptop/2.0',
+    });
+
+    // The same address signs in again: a brand-new account.
+    const again = await signIn(app, 'ayse@example.com');
+    expect(again.user._id).not.toBe(id);
+    expect(again.user).toMatchObject({ email: 'ayse@example.com', accountDeletionStatus: null, name: null });
+    expect((await me(app, again.accessToken)).statusCode).toBe(200);
+    // Nobody can sign in to the tombstone: its address, typed in, is another (new) account.
+    const impostor = await signIn(app, `deleted-${id}@tombstone.invalid`);
+    expect(impostor.user._id).not.toBe(id);
+    expect((await userRow(app, id)).accountDeletionStatus).toBe('finalized');
+
+    // Logged by id, never by address or name.
+    expect(log).toContainEqual(expect.objectContaining({ msg: 'accounts deleted', userIds: [id] }));
+    const logged = JSON.stringify(log);
+    expect(logged).not.toContain('ayse@example.com');
+    expect(logged).not.toContain('Ayşe');
+  });
+
+  it('happens even when the gateway that scheduled it is gone: another one, started later, finalizes it', async () => {
+    const clock = manualClock(new Date(START));
+    const shared = await deployment();
+    const first = await gateway(shared, clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '1' });
+    const gus = await signIn(first.app, 'gus@example.com');
+    expect((await requestDeletion(first.app, gus.accessToken)).statusCode).toBe(200);
+    await stop(shared, first.app);
+
+    // Every process down while the date passes.
+    clock.advance(GRACE + 3600);
+    const second = await gateway(shared, clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '1' });
+    await second.app.ready();
+
+    const tombstone = await finalized(second.app, gus.user._id);
+    expect(tombstone.accountDeletionFinalizedAt).toEqual(clock.now());
+    expect((await me(second.app, gus.accessToken)).statusCode).toBe(401);
+    expect((await refresh(second.app, gus.refreshToken)).statusCode).toBe(401);
+    expect(second.log).toContainEqual(
+      expect.objectContaining({ msg: 'accounts deleted', userIds: [gus.user._id] }),
+    );
+  });
+
+  it('happens exactly once when several gateways sweep at the same time', async () => {
+    const clock = manualClock(new Date(START));
+    const shared = await deployment();
+    const { app } = await gateway(shared, clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const users = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => signIn(app, `crowd-${i}@example.com`)),
+    );
+    for (const user of users) expect((await requestDeletion(app, user.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+
+    // Three processes start together, each sweeping at once.
+    const sweepers = await Promise.all([1, 2, 3].map(() => gateway(shared, clock)));
+    await Promise.all(sweepers.map(({ app: sweeper }) => sweeper.ready()));
+    for (const user of users) await finalized(app, user.user._id);
+
+    const finalizedEvents = await app.db
+      .selectFrom('securityEvents')
+      .select('userId')
+      .where('type', '=', 'deletion_finalized')
+      .execute();
+    expect(finalizedEvents.map((event) => event.userId).sort()).toEqual(
+      users.map((user) => user.user._id).sort(),
+    );
+    // Between them, the sweepers finalized each account once.
+    const finalizedBy = sweepers.flatMap(({ log }) =>
+      log.filter((line) => line.msg === 'accounts deleted').flatMap((line) => line.userIds as string[]),
+    );
+    expect(finalizedBy.sort()).toEqual(users.map((user) => user.user._id).sort());
+  });
+});
+
+describe('emails', () => {
+  const clock = manualClock(new Date(START));
+  let shared: Deployment;
+  let sink: SmtpSink;
+  let transport: MailTransport;
+  let mailWorker: ReturnType<typeof createMailWorker>;
+  let app: App;
+  let log: Log;
+
+  beforeAll(async () => {
+    shared = await deployment();
+    sink = await startSmtpSink();
+    const config = loadMailerConfig({
+      APP_ENV: 'test',
+      REDIS_URL: shared.redis.url,
+      BULLMQ_PREFIX: shared.redis.bullmqPrefix,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+    });
+    transport = createTransport(config);
+    // The mailer reads the same clock as the gateway, so no email is outdated by the time it is sent.
+    mailWorker = createMailWorker({ config, transport, logger: pino({ level: 'silent' }), now: clock.now });
+    ({ app, log } = await gateway(shared, clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' }));
+  });
+  afterAll(async () => {
+    await mailWorker?.close();
+    transport?.close();
+    await sink?.close();
+  });
+
+  const mailTo = (address: string, subject: string) =>
+    sink.waitFor((mail) => mail.to.includes(address) && mail.subject === subject);
+  /** Every number in a mail: only those of its date may be there, never a code. */
+  const numbersIn = (mail: ReceivedMail) => numbersOf(`${mail.subject} ${mail.text}`);
+
+  it('tells the date of the deletion, and how to keep the account, by a real mailer over SMTP', async () => {
+    const hana = await signIn(app, 'hana@example.com');
+    const response = await requestDeletion(app, hana.accessToken);
+    expect(response.statusCode).toBe(200);
+    const date = longDate(body(response).data.accountDeletionScheduledFor);
+    expect(date).toBe(longDate(at(clock.now().toISOString(), GRACE)));
+
+    const mail = await mailTo('hana@example.com', `Your Tessera account will be deleted on ${date}`);
+    expect(mail.from).toBe('no-reply@tessera.test');
+    expect(mail.text).toContain(`Your Tessera account is scheduled for deletion on ${date}.`);
+    expect(mail.text).toContain(
+      'Sign in and cancel the deletion before then, and your account stays as it is.',
+    );
+    expect(mail.html).toContain(date);
+    expect(numbersIn(mail)).toEqual(numbersOf(date));
+    for (const secret of [hana.accessToken, hana.refreshToken]) {
+      expect(mail.text).not.toContain(secret);
+      expect(mail.html).not.toContain(secret);
+    }
+  });
+
+  it('confirms a cancellation', async () => {
+    const ivan = await signIn(app, 'ivan@example.com');
+    await requestDeletion(app, ivan.accessToken);
+    clock.advance(90 * 60);
+    const response = await cancelDeletion(app, ivan.accessToken);
+    expect(response.statusCode).toBe(200);
+    const date = longDate(body(response).data.accountDeletionCancelledAt);
+
+    const mail = await mailTo('ivan@example.com', 'Your Tessera account will not be deleted');
+    expect(mail.text).toContain(`The deletion of your Tessera account was cancelled on ${date}.`);
+    expect(mail.text).toContain('Your account stays as it is');
+    expect(numbersIn(mail)).toEqual(numbersOf(date));
+    expect(mail.text).not.toContain(ivan.refreshToken);
+  });
+
+  it('queues one job per transition, under an id of its own that a repeated enqueue reuses', async () => {
+    const jules = await signIn(app, 'jules@example.com');
+    await mailTo('jules@example.com', `${jules.code} is your sign-in code`);
+    await mailWorker.worker.pause();
+    const requestedAt = clock.now();
+    try {
+      await requestDeletion(app, jules.accessToken);
+      clock.advance(1);
+      const cancelledAt = clock.now();
+      await cancelDeletion(app, jules.accessToken);
+      clock.advance(1);
+      const requestedAgainAt = clock.now();
+      await requestDeletion(app, jules.accessToken);
+
+      const waiting = await app.mailQueue.getWaiting();
+      expect(waiting.map((job) => [job.name, job.id]).sort()).toEqual(
+        [
+          [DELETION_SCHEDULED_JOB, deletionScheduledJobId(jules.user._id, requestedAt)],
+          [DELETION_CANCELLED_JOB, deletionCancelledJobId(jules.user._id, cancelledAt)],
+          [DELETION_SCHEDULED_JOB, deletionScheduledJobId(jules.user._id, requestedAgainAt)],
+        ].sort(),
+      );
+      for (const job of waiting) expect(job.opts).toMatchObject({ attempts: 5, removeOnComplete: true });
+      // The same job queued again, as a retried enqueue would: still one job.
+      const [first] = waiting;
+      if (first) await app.mailQueue.add(first.name, first.data, { ...first.opts, jobId: first.id });
+      expect(await app.mailQueue.getWaitingCount()).toBe(3);
+    } finally {
+      await mailWorker.worker.resume();
+    }
+    await eventually(async () => {
+      const count = sink.messages.filter((mail) => mail.to.includes('jules@example.com')).length;
+      // The sign-in code, two notices of deletion and one of cancellation.
+      return count === 4 ? count : undefined;
+    }, 'the emails to jules');
+  });
+
+  it('keeps the transition when the email cannot be queued, and logs it by user id', async () => {
+    const broken = await gateway(shared, clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const kim = await signIn(broken.app, 'kim@example.com');
+    // The queue's own Redis connection is gone (the app's is not): every enqueue fails from now on.
+    (broken.app.mailQueue.opts.connection as Redis).disconnect();
+
+    const response = await requestDeletion(broken.app, kim.accessToken);
+    expect(response.statusCode).toBe(200);
+    expect(body(response).data.accountDeletionStatus).toBe('scheduled');
+    expect((await userRow(broken.app, kim.user._id)).accountDeletionStatus).toBe('scheduled');
+    expect(broken.log).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        msg: 'could not queue the account deletion email',
+        userId: kim.user._id,
+      }),
+    );
+    expect(JSON.stringify(broken.log)).not.toContain('kim@example.com');
+  });
+
+  it('never logs an address or a name of the gateway that sent them', () => {
+    const logged = JSON.stringify(log);
+    for (const address of ['hana@', 'ivan@', 'jules@']) expect(logged).not.toContain(address);
+  });
+});

@@ -1,0 +1,134 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+let gateway: TestGateway;
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
+let document: Record<string, any>;
+beforeAll(async () => {
+  gateway = await startGateway();
+  const response = await gateway.app.inject({ url: '/docs/json' });
+  expect(response.statusCode).toBe(200);
+  document = response.json();
+});
+afterAll(() => gateway.close());
+
+/** Every route the gateway answers, as `METHOD /path`: HEAD copies, CORS preflights and the consoles aside. */
+function registeredRoutes(): string[] {
+  const routes = new Set<string>();
+  const prefixes: string[] = [];
+  for (const line of gateway.app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /── (\S+) \(([A-Z, ]+)\)/.exec(line);
+    if (!match?.[1] || !match[2]) continue;
+    const depth = (line.indexOf('── ') - 1) / 4;
+    const path = (prefixes[depth - 1] ?? '') + match[1];
+    prefixes[depth] = path;
+    if (path.startsWith('/docs') || path.startsWith('/account') || path === '*') continue;
+    for (const method of match[2].split(', '))
+      if (method !== 'HEAD' && method !== 'OPTIONS') routes.add(`${method} ${path}`);
+  }
+  return [...routes].sort();
+}
+
+const PROTECTED =
+  /^(POST \/api\/v1\/auth\/(revoke-token|logout)|(GET|DELETE) \/api\/v1\/auth\/sessions|.* \/api\/v1\/users\/)/;
+
+describe('GET /docs/json', () => {
+  it('is an OpenAPI 3.1 document that a standard validator accepts', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(document);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('documents every route the gateway answers, with a schema for each status, all enveloped', () => {
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.keys(operations as object).map(
+        (method) => `${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ':$1')}`,
+      ),
+    );
+    expect(documented.sort()).toEqual(registeredRoutes());
+    for (const [path, operations] of Object.entries(document.paths))
+      for (const [method, operation] of Object.entries(operations as Record<string, { responses: object }>))
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const schema = (response as { content?: Record<string, { schema: { properties?: object } }> })
+            .content?.['application/json']?.schema;
+          const where = `${method} ${path} ${status}`;
+          expect(schema, where).toBeDefined();
+          if (path !== '/.well-known/jwks.json' || status !== '200')
+            expect(Object.keys(schema?.properties ?? {}).sort(), where).toEqual([
+              'data',
+              'errors',
+              'isSuccess',
+              'statusCode',
+              'timestamp',
+            ]);
+        }
+  });
+
+  it('puts bearerAuth (http bearer, JWT) on exactly the routes that need a token', () => {
+    expect(document.components.securitySchemes.bearerAuth).toEqual({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
+    for (const [path, operations] of Object.entries(document.paths))
+      for (const [method, operation] of Object.entries(
+        operations as Record<string, { security?: unknown }>,
+      )) {
+        const route = `${method.toUpperCase()} ${path}`;
+        expect(operation.security, route).toEqual(PROTECTED.test(route) ? [{ bearerAuth: [] }] : undefined);
+      }
+  });
+
+  it('documents the pagination parameters, request examples and the closed list of event types', () => {
+    const list = document.paths['/api/v1/auth/sessions'].get;
+    expect(list.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`).sort()).toEqual([
+      'query:limit',
+      'query:page',
+    ]);
+    const verify =
+      document.paths['/api/v1/auth/verify-otp-email'].post.requestBody.content['application/json'];
+    expect(verify.example).toMatchObject({ email: 'alice@example.com', code: '0421' });
+    const events =
+      document.paths['/api/v1/users/me/security-events'].get.responses['200'].content['application/json']
+        .schema.properties.data.properties.list.items.properties.type;
+    expect(events.enum).toEqual(expect.arrayContaining(['sign_in', 'refresh_reuse', 'deletion_requested']));
+  });
+});
+
+describe('GET /docs', () => {
+  it('serves the console from the gateway itself, with a CSP that allows only its own files', async () => {
+    const page = await gateway.app.inject({ url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    const csp = String(page.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).not.toMatch(/https?:/);
+    // Every script and stylesheet the page loads is a path on this server.
+    for (const [, src] of page.body.matchAll(/(?:src|href)="([^"]+)"/g))
+      expect(src).not.toMatch(/^(https?:)?\/\//);
+    const script = /src="\.\/static\/([^"]+\.js)"/.exec(page.body)?.[1] ?? '';
+    expect((await gateway.app.inject({ url: `/docs/static/${script}` })).statusCode).toBe(200);
+  });
+
+  it("takes the access token alone: the console's call to GET /users/me with it answers 200", async () => {
+    const { accessToken } = await signIn(gateway.app, 'console@example.com');
+    // What Swagger UI sends for an http/bearer scheme: "Bearer " + the pasted value.
+    const me = await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+    expect(me.statusCode).toBe(200);
+    expect(body(me).data.email).toBe('console@example.com');
+  });
+
+  it('is not served when DOCS_ENABLED=false', async () => {
+    const hidden = await startGateway({ DOCS_ENABLED: 'false' });
+    try {
+      expect((await hidden.app.inject({ url: '/docs' })).statusCode).toBe(404);
+      expect((await hidden.app.inject({ url: '/docs/json' })).statusCode).toBe(404);
+    } finally {
+      await hidden.close();
+    }
+  });
+});

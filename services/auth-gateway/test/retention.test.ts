@@ -1,0 +1,60 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { bearer, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway(
+    {
+      RETENTION_SWEEP_INTERVAL: '1',
+      SESSION_RETENTION: '3600',
+      SECURITY_EVENT_RETENTION: '7200',
+      REFRESH_TOKEN_TTL: '86400',
+    },
+    { clock },
+  );
+  await gateway.app.ready();
+});
+afterAll(() => gateway.close());
+
+const count = async (table: string, where = sql`true`) =>
+  Number(
+    (
+      await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} where ${where}`.execute(
+        gateway.app.db,
+      )
+    ).rows[0]?.n,
+  );
+
+describe('the retention sweep', () => {
+  it('deletes ended and expired sessions with their tokens after SESSION_RETENTION, and old events after SECURITY_EVENT_RETENTION', async () => {
+    const gone = await signIn(gateway.app, 'short-lived@example.com');
+    await post(gateway.app, '/api/v1/auth/logout', {}, bearer(gone.accessToken));
+    const kept = await signIn(gateway.app, 'long-lived@example.com');
+    const sessionsBefore = await count('sessions');
+    const eventsBefore = await count('security_events');
+    expect(sessionsBefore).toBe(2);
+
+    // An hour and a bit later: the ended session is past SESSION_RETENTION, the other is still active.
+    clock.advance(3601);
+    await vi.waitFor(async () => expect(await count('sessions')).toBe(1), { timeout: 5000 });
+    expect(await count('refresh_tokens')).toBe(1);
+    const active = await gateway.app.inject({
+      url: '/api/v1/auth/sessions',
+      headers: bearer(kept.accessToken),
+    });
+    expect(active.json().data.pagination.totalItems).toBe(1);
+    // The events are younger than SECURITY_EVENT_RETENTION and stay, without their session.
+    expect(await count('security_events')).toBe(eventsBefore);
+
+    // Past SECURITY_EVENT_RETENTION every event of that hour goes.
+    clock.advance(3600);
+    await vi.waitFor(async () => expect(await count('security_events')).toBe(0), { timeout: 5000 });
+
+    // The long-lived session expires (REFRESH_TOKEN_TTL) and, SESSION_RETENTION later, is deleted too.
+    clock.advance(86_400);
+    await vi.waitFor(async () => expect(await count('sessions')).toBe(0), { timeout: 5000 });
+    expect(await count('refresh_tokens')).toBe(0);
+  });
+});

@@ -1,0 +1,309 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  body,
+  type Json,
+  manualClock,
+  post,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
+
+const ME = '/api/v1/users/me';
+const REGISTRATION = '/api/v1/users/me/registration';
+const EVENTS = '/api/v1/users/me/security-events';
+
+const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
+const logLines: string[] = [];
+let gateway: TestGateway;
+beforeAll(async () => {
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
+  });
+  gateway = await startGateway({ LOG_LEVEL: 'info', USERNAME_CHANGE_COOLDOWN: '3600' }, { clock, logStream });
+});
+afterAll(() => gateway.close());
+
+const patch = (accessToken: string, payload: unknown) =>
+  gateway.app.inject({ method: 'PATCH', url: ME, payload: payload as object, headers: bearer(accessToken) });
+const get = (accessToken: string, url: string) => gateway.app.inject({ url, headers: bearer(accessToken) });
+
+const COMPLETE = {
+  name: 'Ada',
+  surname: 'Lovelace',
+  privacyPolicyAccepted: true,
+  privacyPolicyVersion: '1.0.0',
+  termsOfUseAccepted: true,
+  termsOfUseVersion: '1.0.0',
+};
+
+describe('GET /api/v1/users/me', () => {
+  it("answers the caller's User with every field of the specification, and 401 without a token", async () => {
+    const { accessToken, user } = await signIn(gateway.app, 'reader@example.com');
+    const me = await get(accessToken, ME);
+    expect(me.statusCode).toBe(200);
+    expect(body(me).data).toEqual(user);
+    expect(Object.keys(body(me).data)).toHaveLength(43);
+    expect((await gateway.app.inject({ url: ME })).statusCode).toBe(401);
+  });
+});
+
+describe('registration', () => {
+  it('lists what is missing, completes once, and the login result says so from then on', async () => {
+    const { accessToken, isRegistrationComplete } = await signIn(gateway.app, 'newcomer@example.com');
+    expect(isRegistrationComplete).toBe(false);
+    expect(body(await get(accessToken, REGISTRATION)).data).toEqual({
+      isRegistrationComplete: false,
+      missing: ['name', 'surname', 'username', 'privacyPolicy', 'termsOfUse'],
+      policies: { privacyPolicyVersion: '1.0.0', termsOfUseVersion: '1.0.0', consentFormVersion: null },
+    });
+
+    const partial = await patch(accessToken, { name: '  Ada  ', surname: 'Lovelace' });
+    expect(partial.statusCode).toBe(200);
+    expect(body(partial).data).toMatchObject({
+      name: 'Ada',
+      surname: 'Lovelace',
+      isRegistrationComplete: false,
+    });
+    expect(body(await get(accessToken, REGISTRATION)).data.missing).toEqual([
+      'username',
+      'privacyPolicy',
+      'termsOfUse',
+    ]);
+
+    const done = await patch(accessToken, { ...COMPLETE, username: 'Ada.Lovelace' });
+    expect(done.statusCode).toBe(200);
+    expect(body(done).data).toMatchObject({ username: 'ada.lovelace', isRegistrationComplete: true });
+    expect(body(await get(accessToken, REGISTRATION)).data).toMatchObject({
+      isRegistrationComplete: true,
+      missing: [],
+    });
+    expect((await signIn(gateway.app, 'newcomer@example.com')).isRegistrationComplete).toBe(true);
+
+    // Once complete, the required fields cannot be cleared.
+    const cleared = await patch(accessToken, { name: null });
+    expect(cleared.statusCode).toBe(400);
+    expect(body(cleared).errors[1]).toMatch(/^name /);
+  });
+
+  it('stores signupSource and signupCampaign only from the sign-in that creates the user', async () => {
+    const email = 'campaign@example.com';
+    const first = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
+    const created = await post(gateway.app, '/api/v1/auth/verify-otp-email', {
+      email,
+      code: first.code,
+      signupSource: 'ios-app',
+      signupCampaign: 'winter_2026',
+    });
+    expect(body(created).data.user).toMatchObject({ signupSource: 'ios-app', signupCampaign: 'winter_2026' });
+    const again = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
+    const later = await post(gateway.app, '/api/v1/auth/verify-otp-email', {
+      email,
+      code: again.code,
+      signupSource: 'web',
+    });
+    expect(body(later).data.user).toMatchObject({ signupSource: 'ios-app', signupCampaign: 'winter_2026' });
+    const bad = await post(gateway.app, '/api/v1/auth/verify-otp-email', {
+      email,
+      code: '0000',
+      signupSource: 'a b',
+    });
+    expect(bad.statusCode).toBe(400);
+  });
+
+  it('after a policy version bump the login result asks again, while the stored flag stays true', async () => {
+    const email = 'policy@example.com';
+    const { accessToken } = await signIn(gateway.app, email);
+    expect((await patch(accessToken, { ...COMPLETE, username: 'policy_reader' })).statusCode).toBe(200);
+
+    // A restart with a new privacy policy, on the same database and Redis.
+    const bumped = await startGateway({
+      DATABASE_URL: gateway.config.database.url,
+      REDIS_URL: gateway.config.redis.url,
+      REDIS_KEY_PREFIX: gateway.config.redis.keyPrefix,
+      BULLMQ_PREFIX: gateway.config.mail.queuePrefix,
+      OTP_SECRET: gateway.config.otp.secret,
+      PRIVACY_POLICY_VERSION: '2.0.0',
+    });
+    try {
+      const login = await signIn(bumped.app, email);
+      expect(login.isRegistrationComplete).toBe(false);
+      expect(login.user.isRegistrationComplete).toBe(true);
+      expect(
+        body(await bumped.app.inject({ url: REGISTRATION, headers: bearer(login.accessToken) })).data,
+      ).toEqual({
+        isRegistrationComplete: false,
+        missing: ['privacyPolicy'],
+        policies: { privacyPolicyVersion: '2.0.0', termsOfUseVersion: '1.0.0', consentFormVersion: null },
+      });
+      // Accepting the old version is refused; the current one completes it again.
+      const old = await bumped.app.inject({
+        method: 'PATCH',
+        url: ME,
+        payload: { privacyPolicyAccepted: true, privacyPolicyVersion: '1.0.0' },
+        headers: bearer(login.accessToken),
+      });
+      expect(old.statusCode).toBe(400);
+      const current = await bumped.app.inject({
+        method: 'PATCH',
+        url: ME,
+        payload: { privacyPolicyAccepted: true, privacyPolicyVersion: '2.0.0' },
+        headers: bearer(login.accessToken),
+      });
+      expect(current.statusCode).toBe(200);
+      expect((await signIn(bumped.app, email)).isRegistrationComplete).toBe(true);
+    } finally {
+      await bumped.close();
+    }
+  });
+});
+
+describe('PATCH /api/v1/users/me', () => {
+  it('answers every failing field at once, each detail naming its field', async () => {
+    const { accessToken } = await signIn(gateway.app, 'typo@example.com');
+    const response = await patch(accessToken, {
+      bio: 'x'.repeat(501),
+      gender: 'robot',
+      timezone: 'Mars/Olympus_Mons',
+      instagram: 'https://instagram.com/ada',
+      email: 'other@example.com',
+      nmae: 'Ada',
+      name: 42,
+    });
+    expect(response.statusCode).toBe(400);
+    const [first, ...details] = body(response).errors as string[];
+    expect(first).toBe('Validation failed');
+    for (const field of ['bio', 'gender', 'timezone', 'instagram', 'email', 'nmae', 'name'])
+      expect(
+        details.some((detail) => detail.startsWith(field)),
+        field,
+      ).toBe(true);
+    // Nothing was changed by a refused update.
+    expect(body(await get(accessToken, ME)).data).toMatchObject({ bio: null, gender: null, timezone: null });
+  });
+
+  it('sets, trims, normalizes and clears optional fields', async () => {
+    const { accessToken } = await signIn(gateway.app, 'profile@example.com');
+    const updated = await patch(accessToken, {
+      bio: '  Engines and poetry  ',
+      timezone: 'Europe/Istanbul',
+      instagram: '@ada_l',
+      interests: ['math', 'Math', ' poetry '],
+      countryCode: '90',
+      phoneNumber: '5551234567',
+      birthDate: '1990-12-10T00:00:00.000Z',
+      gender: 'female',
+      availabilityStatus: 'busy',
+      profilePhoto: 'https://cdn.example.com/ada.png',
+    });
+    expect(updated.statusCode).toBe(200);
+    expect(body(updated).data).toMatchObject({
+      bio: 'Engines and poetry',
+      timezone: 'Europe/Istanbul',
+      instagram: 'ada_l',
+      interests: ['math', 'poetry'],
+      birthDate: '1990-12-10T00:00:00.000Z',
+    });
+    const cleared = await patch(accessToken, { bio: null, instagram: null, interests: null });
+    expect(body(cleared).data).toMatchObject({
+      bio: null,
+      instagram: null,
+      interests: [],
+      timezone: 'Europe/Istanbul',
+    });
+  });
+
+  it('lets two concurrent claims of one username, whatever its case, have exactly one winner', async () => {
+    const people = await Promise.all(
+      ['race1@example.com', 'race2@example.com'].map((email) => signIn(gateway.app, email)),
+    );
+    for (let round = 0; round < 5; round++) {
+      const [a, b] = await Promise.all([
+        patch(people[0]?.accessToken ?? '', { username: `Racer${round}` }),
+        patch(people[1]?.accessToken ?? '', { username: `racer${round}` }),
+      ]);
+      expect([a.statusCode, b.statusCode].sort(), `round ${round}`).toEqual([200, 409]);
+      const loser = a.statusCode === 409 ? a : b;
+      expect(body(loser).errors).toEqual([
+        'Resource already exists or cannot be changed in its current state',
+        'username is taken',
+      ]);
+      clock.advance(3601);
+    }
+  });
+
+  it('allows one username change per USERNAME_CHANGE_COOLDOWN and says when the next one is possible', async () => {
+    const { accessToken } = await signIn(gateway.app, 'renamer@example.com');
+    expect((await patch(accessToken, { username: 'first_name' })).statusCode).toBe(200);
+    expect((await patch(accessToken, { username: 'first_name' })).statusCode).toBe(200);
+    const soon = await patch(accessToken, { username: 'second_name' });
+    expect(soon.statusCode).toBe(409);
+    const allowedAt = new Date(clock.now().getTime() + 3600_000).toISOString();
+    expect(body(soon).errors[1]).toContain(allowedAt);
+    clock.advance(3600);
+    const later = await patch(accessToken, { username: 'second_name' });
+    expect(body(later).data).toMatchObject({
+      username: 'second_name',
+      lastUsernameChangeDate: clock.now().toISOString(),
+    });
+  });
+
+  it('never writes profile data to the logs', async () => {
+    const { accessToken } = await signIn(gateway.app, 'private.person@example.com');
+    await patch(accessToken, { name: 'Zebulon', surname: 'Quixotic', bio: 'Secret hobby: xylophones' });
+    await patch(accessToken, { name: 'Zebulon', bio: 'x'.repeat(600) });
+    const output = logLines.join('');
+    for (const secret of ['Zebulon', 'Quixotic', 'xylophones', 'private.person@example.com'])
+      expect(output).not.toContain(secret);
+  });
+});
+
+describe('GET /api/v1/users/me/security-events', () => {
+  it("lists the caller's own events newest first, paginated, with what each one was", async () => {
+    const email = 'audited@example.com';
+    const { accessToken, user } = await signIn(gateway.app, email, { 'user-agent': 'audit-test' });
+    clock.advance(1);
+    await patch(accessToken, { ...COMPLETE, username: 'audited' });
+    clock.advance(1);
+    await patch(accessToken, { bio: 'hello' });
+    clock.advance(1);
+    const other = await signIn(gateway.app, email);
+    await signIn(gateway.app, 'stranger@example.com');
+
+    const first = body(await get(accessToken, `${EVENTS}?limit=2`)).data;
+    expect(first.pagination).toMatchObject({
+      currentPage: 1,
+      itemsPerPage: 2,
+      hasNextPage: true,
+      hasPrevPage: false,
+    });
+    const walked: Json[] = [...first.list];
+    for (let page = 2; page <= first.pagination.totalPages; page++)
+      walked.push(...body(await get(accessToken, `${EVENTS}?limit=2&page=${page}`)).data.list);
+    expect(walked).toHaveLength(first.pagination.totalItems);
+    expect(new Set(walked.map((event) => event._id)).size).toBe(walked.length);
+    const types = walked.map((event) => event.type);
+    expect(types[0]).toBe('sign_in');
+    expect(types.at(-1)).toBe('sign_in');
+    expect(types).toEqual(expect.arrayContaining(['username_changed', 'policy_accepted', 'profile_updated']));
+    expect(walked.at(-1)).toMatchObject({ userAgent: 'audit-test', ipAddress: '127.0.0.1' });
+    expect(walked[0]?.sessionId).toBe(
+      JSON.parse(Buffer.from(other.accessToken.split('.')[1] ?? '', 'base64url').toString()).sid,
+    );
+    // Only this user's events.
+    expect(JSON.stringify(walked)).not.toContain('stranger');
+    expect(walked.every((event) => event.sessionId === null || typeof event.sessionId === 'string')).toBe(
+      true,
+    );
+    expect(user._id).toBeTruthy();
+
+    const badPage = await get(accessToken, `${EVENTS}?page=0`);
+    expect(badPage.statusCode).toBe(400);
+    expect(body(badPage).errors[1]).toContain('page');
+  });
+});
