@@ -1,0 +1,123 @@
+import type { User } from '@tessera/client';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { useConsole } from '../app.tsx';
+import { failureText } from '../failure-text.ts';
+import { formatDate, formatDateTime } from '../format.ts';
+
+/** "Delete account", confirmed in a modal dialog; the API schedules the deletion after a grace period. */
+export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User) => void }) {
+  const { tessera, sessionEnded } = useConsole();
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [error, setError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+
+  function open() {
+    setError(undefined);
+    // A modal dialog: the page behind is inert, Escape closes it, focus returns to this button.
+    dialog.current?.showModal();
+  }
+
+  async function confirm() {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const user = await tessera.users.requestDeletion();
+      dialog.current?.close();
+      onScheduled(user);
+    } catch (failure) {
+      if (sessionEnded(failure)) return;
+      setError(failureText(failure));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="card" aria-labelledby="delete-heading">
+      <h2 id="delete-heading">Delete account</h2>
+      <p>
+        Your profile and personal data are erased after a grace period. Until then you can sign in and cancel
+        the deletion.
+      </p>
+      <button type="button" class="danger" onClick={open}>
+        Delete account
+      </button>
+      <dialog ref={dialog} aria-labelledby="delete-dialog-heading" aria-describedby="delete-dialog-text">
+        <h2 id="delete-dialog-heading">Delete your account?</h2>
+        <p id="delete-dialog-text">
+          Your account will be scheduled for deletion and erased at the end of the grace period, with every
+          session and your activity. We email you the date. Until then, signing in and choosing “Cancel
+          deletion” keeps everything.
+        </p>
+        {error && (
+          <p class="alert" role="alert">
+            {error}
+          </p>
+        )}
+        <div class="actions">
+          <button type="button" class="danger" disabled={busy} onClick={() => void confirm()}>
+            Delete my account
+          </button>
+          {/* biome-ignore lint/a11y/noAutofocus: an opened confirmation starts on the safe choice */}
+          <button type="button" class="secondary" autoFocus onClick={() => dialog.current?.close()}>
+            Keep my account
+          </button>
+        </div>
+      </dialog>
+    </section>
+  );
+}
+
+/** Shown while the deletion is scheduled: when, and the way back. */
+export function DeletionScheduled({
+  scheduledFor,
+  focus,
+  onCancelled,
+}: {
+  scheduledFor: string;
+  focus: boolean;
+  onCancelled: (user: User) => void;
+}) {
+  const { tessera, sessionEnded } = useConsole();
+  const [error, setError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  useEffect(() => {
+    if (focus) heading.current?.focus();
+  }, [focus]);
+
+  async function cancel() {
+    setBusy(true);
+    setError(undefined);
+    try {
+      onCancelled(await tessera.users.cancelDeletion());
+    } catch (failure) {
+      if (!sessionEnded(failure)) setError(failureText(failure));
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="notice" aria-labelledby="deletion-heading">
+      <h2 id="deletion-heading" ref={heading} tabIndex={-1}>
+        Deletion scheduled
+      </h2>
+      <p>
+        Your account is scheduled for deletion on{' '}
+        <time dateTime={scheduledFor} title={formatDateTime(scheduledFor)}>
+          <strong>{formatDate(scheduledFor)}</strong>
+        </time>
+        . Until then you can cancel and keep everything.
+      </p>
+      {error && (
+        <p class="alert" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="button" disabled={busy} onClick={() => void cancel()}>
+        Cancel deletion
+      </button>
+    </section>
+  );
+}

@@ -1,0 +1,80 @@
+import type { SecurityEvent } from '@tessera/client';
+import { useEffect, useState } from 'preact/hooks';
+import { useConsole } from '../app.tsx';
+import { deviceName } from '../device-name.ts';
+import { failureText } from '../failure-text.ts';
+import { formatDateTime } from '../format.ts';
+import { securityEventText } from './security-event-text.ts';
+
+const PAGE_SIZE = 10;
+
+/** The account's security events, newest first, a page at a time. */
+export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
+  const { tessera, sessionEnded } = useConsole();
+  const [events, setEvents] = useState<SecurityEvent[] | null>(null);
+  const [page, setPage] = useState(1);
+  const [hasMore, setHasMore] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+
+  async function load(pageNumber: number, keep: SecurityEvent[]) {
+    setBusy(true);
+    try {
+      const { list, pagination } = await tessera.securityEvents.list({ page: pageNumber, limit: PAGE_SIZE });
+      const seen = new Set(keep.map((event) => event._id));
+      setEvents([...keep, ...list.filter((event) => !seen.has(event._id))]);
+      setPage(pageNumber);
+      setHasMore(pagination.hasNextPage);
+      setError(undefined);
+    } catch (failure) {
+      if (!sessionEnded(failure)) setError(failureText(failure));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  useEffect(() => {
+    void load(1, []);
+  }, [refreshKey]);
+
+  return (
+    <section class="card" aria-labelledby="activity-heading">
+      <h2 id="activity-heading">Security activity</h2>
+      {events === null && !error && <p>Loading activity…</p>}
+      {events?.length === 0 && <p class="muted">Nothing yet.</p>}
+      {events && events.length > 0 && (
+        <ul class="items">
+          {events.map((event) => (
+            <li key={event._id}>
+              <div class="item-main">
+                <p class="item-title">{securityEventText(event.type)}</p>
+                <p class="item-meta">
+                  <time dateTime={event.createdAt}>{formatDateTime(event.createdAt)}</time>
+                  {event.userAgent && ` · ${deviceName(event.userAgent)}`}
+                  {event.ipAddress && ` · IP ${event.ipAddress}`}
+                </p>
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
+      {error && (
+        <p class="alert" role="alert">
+          {error}
+        </p>
+      )}
+      {hasMore && (
+        <div class="actions">
+          <button
+            type="button"
+            class="secondary"
+            disabled={busy}
+            onClick={() => void load(page + 1, events ?? [])}
+          >
+            Show more
+          </button>
+        </div>
+      )}
+    </section>
+  );
+}

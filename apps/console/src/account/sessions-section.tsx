@@ -1,0 +1,122 @@
+import type { Session } from '@tessera/client';
+import { useEffect, useState } from 'preact/hooks';
+import { useConsole } from '../app.tsx';
+import { deviceName } from '../device-name.ts';
+import { failureText, isFailure } from '../failure-text.ts';
+import { formatDateTime, formatRelative } from '../format.ts';
+
+/** Every active session of the account (all pages), this one marked, the others each with a sign-out. */
+export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number; onChanged: () => void }) {
+  const { tessera, sessionEnded, signedOut, leaving } = useConsole();
+  const [sessions, setSessions] = useState<Session[] | null>(null);
+  const [error, setError] = useState<string | undefined>();
+  const [status, setStatus] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    let current = true;
+    (async () => {
+      const found: Session[] = [];
+      for await (const session of tessera.sessions.all()) found.push(session);
+      return found;
+    })().then(
+      (found) => {
+        if (!current) return;
+        setSessions(found);
+        setError(undefined);
+      },
+      (failure: unknown) => {
+        if (current && !sessionEnded(failure)) setError(failureText(failure));
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [refreshKey, tessera, sessionEnded]);
+
+  async function end(session: Session) {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await tessera.sessions.end(session._id);
+      setStatus(`Signed out ${deviceName(session.userAgent)}.`);
+    } catch (failure) {
+      if (sessionEnded(failure)) return;
+      // 404 or 409: that session had ended already, which is what was asked.
+      if (!isFailure(failure) || (failure.status !== 404 && failure.status !== 409))
+        setError(failureText(failure));
+    } finally {
+      setBusy(false);
+    }
+    setSessions((list) => list?.filter((item) => item._id !== session._id) ?? null);
+    onChanged();
+  }
+
+  async function endAll() {
+    setBusy(true);
+    setError(undefined);
+    leaving.current = true;
+    try {
+      await tessera.auth.logout();
+      signedOut('everywhere');
+    } catch (failure) {
+      leaving.current = false;
+      setBusy(false);
+      if (!sessionEnded(failure)) setError(failureText(failure));
+    }
+  }
+
+  const now = new Date();
+  return (
+    <section class="card" aria-labelledby="sessions-heading">
+      <h2 id="sessions-heading">Sessions</h2>
+      <p class="muted">Where your account is signed in now.</p>
+      {sessions === null && !error && <p>Loading sessions…</p>}
+      {sessions && (
+        <ul class="items">
+          {sessions.map((session) => (
+            <li key={session._id}>
+              <div class="item-main">
+                <p class="item-title" id={`session-${session._id}`}>
+                  {deviceName(session.userAgent)}
+                  {session.current && <span class="badge">This device</span>}
+                </p>
+                <p class="item-meta">
+                  IP {session.ipAddress ?? 'unknown'} · Last used{' '}
+                  <time dateTime={session.lastUsedAt} title={formatDateTime(session.lastUsedAt)}>
+                    {formatRelative(session.lastUsedAt, now)}
+                  </time>{' '}
+                  · Signed in {formatDateTime(session.createdAt)}
+                </p>
+              </div>
+              {!session.current && (
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={busy}
+                  aria-describedby={`session-${session._id}`}
+                  onClick={() => void end(session)}
+                >
+                  Sign out
+                </button>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {error && (
+        <p class="alert" role="alert">
+          {error}
+        </p>
+      )}
+      <p role="status" class="status">
+        {status}
+      </p>
+      <div class="actions">
+        <button type="button" class="danger secondary" disabled={busy} onClick={() => void endAll()}>
+          Sign out everywhere
+        </button>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,149 @@
+import type { Registration, User } from '@tessera/client';
+import { createContext } from 'preact';
+import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { AccountView } from './account/account-view.tsx';
+import { failureText, isFailure } from './failure-text.ts';
+import { RegistrationView } from './registration/registration-view.tsx';
+import { SignInView } from './sign-in/sign-in-view.tsx';
+import type { Tessera } from './tessera.ts';
+
+/** Why the sign-in form is shown again, in the words the page uses. */
+export const SIGNED_OUT = {
+  ended:
+    'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
+  here: 'You signed out of this device.',
+  everywhere: 'You signed out on every device.',
+  deleted: 'This account no longer exists.',
+} as const;
+
+type Screen =
+  | { name: 'loading' }
+  | { name: 'sign-in'; notice?: string }
+  | { name: 'registration'; registration: Registration; user: User }
+  | { name: 'account'; user: User }
+  | { name: 'failed'; message: string };
+
+export interface ConsoleContext {
+  tessera: Tessera;
+  /**
+   * Every failure of a signed-in call goes through here first: a 401 means the session ended
+   * elsewhere, so the page returns to the sign-in form with the explanation (true: handled).
+   */
+  sessionEnded(error: unknown): boolean;
+  /** After the person chose to sign out (here or everywhere). */
+  signedOut(reason: keyof typeof SIGNED_OUT): void;
+  /** After a sign-in or a completed registration: shows the registration or the account. */
+  enter(): void;
+  /** Set while this page signs out on purpose, so that the sign-out is not told as "ended elsewhere". */
+  leaving: { current: boolean };
+}
+
+const Context = createContext<ConsoleContext | null>(null);
+
+export function useConsole(): ConsoleContext {
+  const context = useContext(Context);
+  if (!context) throw new Error('useConsole outside <App>');
+  return context;
+}
+
+/** Subscribes to the client's session changes (this tab's and other tabs'). */
+export type SessionChanges = (listener: (signedIn: boolean) => void) => void;
+
+const LOADING: Screen = { name: 'loading' };
+
+export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionChange: SessionChanges }) {
+  const [screen, setScreen] = useState<Screen>(LOADING);
+  // True while this page itself signs out, so the client's "signed out" is not told as "ended elsewhere".
+  const leaving = useRef(false);
+
+  const context = useMemo<ConsoleContext>(
+    () => ({
+      tessera,
+      leaving,
+      enter() {
+        setScreen((current) => (current.name === 'loading' ? current : LOADING));
+      },
+      sessionEnded(error) {
+        if (!isFailure(error) || error.status !== 401) return false;
+        void tessera.signOutLocally();
+        setScreen({ name: 'sign-in', notice: SIGNED_OUT.ended });
+        return true;
+      },
+      signedOut(reason) {
+        leaving.current = false;
+        setScreen({ name: 'sign-in', notice: SIGNED_OUT[reason] });
+      },
+    }),
+    [tessera],
+  );
+
+  useEffect(() => {
+    onSessionChange((signedIn) => {
+      if (leaving.current) return;
+      setScreen((current) => {
+        if (!signedIn)
+          return current.name === 'sign-in' ? current : { name: 'sign-in', notice: SIGNED_OUT.ended };
+        // Signed in in another tab while this one shows the sign-in form: follow it.
+        return current.name === 'sign-in' ? LOADING : current;
+      });
+    });
+  }, [onSessionChange]);
+
+  // Whether to show the registration or the account is the API's to say, on every entry.
+  useEffect(() => {
+    if (screen.name !== 'loading') return;
+    let shown = true;
+    (async (): Promise<Screen> => {
+      if (!(await tessera.isSignedIn())) return { name: 'sign-in' };
+      const [registration, user] = await Promise.all([tessera.users.registration(), tessera.users.me()]);
+      return registration.isRegistrationComplete
+        ? { name: 'account', user }
+        : { name: 'registration', registration, user };
+    })().then(
+      (next) => {
+        if (shown) setScreen(next);
+      },
+      (error: unknown) => {
+        if (shown && !context.sessionEnded(error)) setScreen({ name: 'failed', message: failureText(error) });
+      },
+    );
+    return () => {
+      shown = false;
+    };
+  }, [screen, tessera, context]);
+
+  return (
+    <Context.Provider value={context}>
+      {screen.name === 'loading' && <Loading />}
+      {screen.name === 'sign-in' && <SignInView notice={screen.notice} />}
+      {screen.name === 'registration' && (
+        <RegistrationView registration={screen.registration} user={screen.user} />
+      )}
+      {screen.name === 'account' && <AccountView initialUser={screen.user} />}
+      {screen.name === 'failed' && <Failed message={screen.message} />}
+    </Context.Provider>
+  );
+}
+
+function Loading() {
+  return (
+    <main class="page page--narrow">
+      <p role="status">Loading your account…</p>
+    </main>
+  );
+}
+
+/** The page could not load the account for another reason than an ended session (the API is down). */
+export function Failed({ message }: { message: string }) {
+  return (
+    <main class="page page--narrow">
+      <h1>Your account</h1>
+      <p role="alert" class="alert">
+        {message}
+      </p>
+      <button type="button" onClick={() => window.location.reload()}>
+        Try again
+      </button>
+    </main>
+  );
+}

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { formatDate, formatDateTime, formatRelative, formatWait } from './format.ts';
+
+const reader = { locale: 'en-US', timeZone: 'UTC' };
+
+describe('formatWait', () => {
+  it('says seconds under a minute, and rounds up', () => {
+    expect(formatWait(1)).toBe('1 second');
+    expect(formatWait(42)).toBe('42 seconds');
+    expect(formatWait(0.2)).toBe('1 second');
+    expect(formatWait(0)).toBe('1 second');
+  });
+
+  it('says minutes and hours, rounded up to the minute', () => {
+    expect(formatWait(60)).toBe('1 minute');
+    expect(formatWait(61)).toBe('2 minutes');
+    expect(formatWait(3599)).toBe('1 hour');
+    expect(formatWait(3600)).toBe('1 hour');
+    expect(formatWait(3900)).toBe('1 hour 5 minutes');
+    expect(formatWait(86_400)).toBe('24 hours');
+  });
+});
+
+describe('dates', () => {
+  it('formats a moment and a day for the reader', () => {
+    expect(formatDateTime('2026-11-22T10:00:00.000Z', reader)).toBe('Nov 22, 2026, 10:00 AM');
+    expect(formatDateTime('2026-11-22T10:00:00.000Z', { ...reader, timeZone: 'Europe/Istanbul' })).toBe(
+      'Nov 22, 2026, 1:00 PM',
+    );
+    expect(formatDate('2026-12-22T23:30:00.000Z', reader)).toBe('December 22, 2026');
+    expect(formatDate('2026-12-22T23:30:00.000Z', { ...reader, timeZone: 'Europe/Istanbul' })).toBe(
+      'December 23, 2026',
+    );
+  });
+
+  it('says how long ago in the largest unit that fits', () => {
+    const now = new Date('2026-11-22T10:00:00.000Z');
+    const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
+    expect(formatRelative(ago(10), now, reader)).toBe('just now');
+    expect(formatRelative(ago(5 * 60), now, reader)).toBe('5 minutes ago');
+    expect(formatRelative(ago(3 * 3600), now, reader)).toBe('3 hours ago');
+    expect(formatRelative(ago(26 * 3600), now, reader)).toBe('yesterday');
+    expect(formatRelative(ago(70 * 86_400), now, reader)).toBe('2 months ago');
+    expect(formatRelative(ago(-2 * 86_400), now, reader)).toBe('in 2 days');
+  });
+});

@@ -1,0 +1,54 @@
+/** Locale and time zone of the reader; both default to the browser's. Tests pass fixed ones. */
+export interface Reader {
+  locale?: string;
+  timeZone?: string;
+}
+
+const plural = (count: number, unit: string) => `${count} ${unit}${count === 1 ? '' : 's'}`;
+
+/**
+ * How long to wait, in words, from a `Retry-After` in seconds: "42 seconds", "3 minutes",
+ * "1 hour 5 minutes". Rounded up, so that trying again after that long always works.
+ */
+export function formatWait(seconds: number): string {
+  const total = Math.max(1, Math.ceil(seconds));
+  if (total < 60) return plural(total, 'second');
+  const minutes = Math.ceil(total / 60);
+  if (minutes < 60) return plural(minutes, 'minute');
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return rest === 0 ? plural(hours, 'hour') : `${plural(hours, 'hour')} ${plural(rest, 'minute')}`;
+}
+
+/** A moment, to the minute: "Nov 22, 2026, 10:00 AM" in en-US. */
+export function formatDateTime(iso: string, { locale, timeZone }: Reader = {}): string {
+  return new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short', timeZone }).format(
+    new Date(iso),
+  );
+}
+
+/** A day: "December 22, 2026" in en-US. */
+export function formatDate(iso: string, { locale, timeZone }: Reader = {}): string {
+  return new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeZone }).format(new Date(iso));
+}
+
+const STEPS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['second', 60],
+  ['minute', 60],
+  ['hour', 24],
+  ['day', 30],
+  ['month', 12],
+  ['year', Number.POSITIVE_INFINITY],
+];
+
+/** How long ago (or how soon), in the largest unit that fits: "5 minutes ago", "yesterday", "in 2 days". */
+export function formatRelative(iso: string, now: Date, { locale }: Reader = {}): string {
+  let amount = (new Date(iso).getTime() - now.getTime()) / 1000;
+  if (Math.abs(amount) < 45) return 'just now';
+  const words = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' });
+  for (const [unit, size] of STEPS) {
+    if (Math.abs(amount) < size) return words.format(Math.round(amount), unit);
+    amount /= size;
+  }
+  return words.format(Math.round(amount), 'year');
+}

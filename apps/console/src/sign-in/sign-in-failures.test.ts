@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
+
+const failure = (status: number, messages: string[], retryAfter?: number) => ({
+  status,
+  messages,
+  retryAfter,
+});
+
+describe('sign-in failures', () => {
+  it('lets a wrong code be retried and says what to do about a spent one', () => {
+    expect(verifyCodeFailure(failure(400, ['Validation failed', 'Invalid code']))).toMatch(
+      /not right.*try again/,
+    );
+    expect(verifyCodeFailure(failure(404, ['Resource not found']))).toMatch(/Send a new code/);
+    expect(verifyCodeFailure(failure(409, ['Resource already exists']))).toMatch(/Send a new code/);
+  });
+
+  it('says when to try again after too many attempts', () => {
+    expect(verifyCodeFailure(failure(429, ['Too many requests'], 3000))).toBe(
+      'Too many wrong codes. Try again in 50 minutes.',
+    );
+    expect(
+      sendCodeFailure(failure(429, ['Too many requests', 'A code was sent to this email moments ago'], 59)),
+    ).toBe('A code was sent to this email moments ago. Try again in 59 seconds.');
+  });
+
+  it('asks for a valid email when the API refuses the address', () => {
+    expect(
+      sendCodeFailure(failure(400, ['Validation failed', 'body/email must match format "email"'])),
+    ).toMatch(/valid email address/);
+  });
+});

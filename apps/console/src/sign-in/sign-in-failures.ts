@@ -1,0 +1,25 @@
+import { failureText, isFailure, retryText } from '../failure-text.ts';
+
+/** Why no code was sent, for a person. */
+export function sendCodeFailure(error: unknown): string {
+  if (isFailure(error) && error.status === 400)
+    return 'Enter a valid email address, such as name@example.com.';
+  return failureText(error);
+}
+
+/** Why the code was not accepted, and what to do next. */
+export function verifyCodeFailure(error: unknown): string {
+  if (!isFailure(error)) return failureText(error);
+  switch (error.status) {
+    case 400:
+      return 'That code is not right. Check the email and try again.';
+    case 404:
+      return 'This code has expired or was already used. Send a new code.';
+    case 409:
+      return 'Too many wrong codes: this code no longer works. Send a new code.';
+    case 429:
+      return `Too many wrong codes. ${retryText(error)}`;
+    default:
+      return failureText(error);
+  }
+}

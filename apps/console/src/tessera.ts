@@ -1,0 +1,25 @@
+import { createClient, localStorageStorage, type TesseraClient } from '@tessera/client';
+
+export type Tessera = TesseraClient;
+
+/** Where the tokens live in localStorage, shared by every tab of the origin. */
+const TOKENS_KEY = 'tessera.console.tokens';
+
+/**
+ * The console's one client. Same origin as the API unless the build says otherwise
+ * (`VITE_TESSERA_URL`, for a console hosted apart from the gateway, which must then allow its origin
+ * in CORS_ORIGINS). `onSignedIn` hears of every sign-in and sign-out, this tab's and other tabs'.
+ */
+export function connect(onSignedIn: (signedIn: boolean) => void): Tessera {
+  const tessera = createClient({
+    baseUrl: import.meta.env.VITE_TESSERA_URL ?? window.location.origin,
+    storage: localStorageStorage(TOKENS_KEY),
+    onSessionChange: (tokens) => onSignedIn(tokens !== null),
+  });
+  // The client tells other tabs of refreshes and sign-outs, not of a sign-in; the storage event tells
+  // of all three (it fires in every tab of the origin but the one that wrote).
+  window.addEventListener('storage', (event) => {
+    if (event.key === TOKENS_KEY || event.key === null) onSignedIn(event.newValue !== null);
+  });
+  return tessera;
+}

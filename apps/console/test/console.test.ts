@@ -1,0 +1,502 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createMailWorker } from '@tessera/mailer';
+import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
+import { createTransport, type MailTransport } from '@tessera/mailer/transport';
+import { type SmtpSink, startSmtpSink } from '@tessera/testing';
+import type { AxeResults } from 'axe-core';
+import pino from 'pino';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type TestGateway } from '../../../services/auth-gateway/test/helpers.ts';
+
+// The console as people use it: built by Vite, served by the real gateway, driven in Debian's
+// Chromium; every code is read from the email the real mailer delivered to an SMTP server.
+const CONSOLE = fileURLToPath(new URL('..', import.meta.url));
+const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** Sends per address per hour: the fourth code for one address is refused (a 429 to show). */
+const SENDS_PER_EMAIL = 3;
+
+let buildDir: string;
+let gateway: TestGateway;
+let baseURL: string;
+let sink: SmtpSink;
+let transport: MailTransport;
+let mailer: ReturnType<typeof createMailWorker>;
+let browser: Browser;
+
+beforeAll(async () => {
+  buildDir = await mkdtemp(path.join(tmpdir(), 'tessera-console-build-'));
+  sink = await startSmtpSink();
+  await build({ root: CONSOLE, logLevel: 'warn', build: { outDir: buildDir, emptyOutDir: true } });
+  gateway = await startGateway({
+    CONSOLE_DIR: buildDir,
+    CONSENT_FORM_VERSION: '1.0.0',
+    OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: String(SENDS_PER_EMAIL),
+  });
+  baseURL = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  const mailerConfig = loadMailerConfig({
+    APP_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    REDIS_URL: gateway.config.redis.url,
+    BULLMQ_PREFIX: gateway.config.mail.queuePrefix,
+    SMTP_URL: sink.url,
+    MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+  });
+  transport = createTransport(mailerConfig);
+  mailer = createMailWorker({ config: mailerConfig, transport, logger: pino({ level: 'silent' }) });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    // Playwright gives every launch a new, empty profile (--user-data-dir) of its own.
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await mailer?.close();
+  transport?.close();
+  await gateway?.close();
+  await sink?.close();
+  await rm(buildDir, { recursive: true, force: true });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The person's side: a browser, their inbox.
+
+const contexts: BrowserContext[] = [];
+/** Uncaught errors and CSP refusals of every page, checked after each test. */
+let pageProblems: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(contexts.splice(0).map((context) => context.close()));
+  const problems = pageProblems;
+  pageProblems = [];
+  expect(problems).toEqual([]);
+});
+
+async function newContext(viewport = { width: 900, height: 720 }): Promise<BrowserContext> {
+  const context = await browser.newContext({
+    baseURL,
+    viewport,
+    locale: 'en-US',
+    timezoneId: 'UTC',
+    colorScheme: 'light',
+    reducedMotion: 'reduce',
+  });
+  // Well inside the test's own timeout, so that a wait that fails says which one it was.
+  context.setDefaultTimeout(8_000);
+  contexts.push(context);
+  return context;
+}
+
+async function openConsole(context: BrowserContext): Promise<Page> {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/.test(message.text())) pageProblems.push(message.text());
+  });
+  await page.goto('/account/');
+  return page;
+}
+
+let people = 0;
+const newEmail = (name: string) => `${name}.${++people}.${Date.now()}@example.com`;
+
+const codeEmailsTo = (email: string) =>
+  sink.messages.filter((mail) => mail.to.includes(email) && /is your sign-in code$/.test(mail.subject));
+
+/** The code of the `index`-th code email to `email` (0 is the first), as the person reads it. */
+async function codeFromEmail(email: string, index: number): Promise<string> {
+  await sink.waitFor(() => codeEmailsTo(email).length > index);
+  const subject = codeEmailsTo(email)[index]?.subject ?? '';
+  const code = /^(\d{4}) is your sign-in code$/.exec(subject)?.[1];
+  if (!code) throw new Error(`no code in "${subject}"`);
+  return code;
+}
+
+/** A code that is not `code`. */
+const wrong = (code: string) => String((Number(code) + 1) % 10_000).padStart(4, '0');
+
+/** Signs in through the page; `index` is the number of code emails this address has had before. */
+async function signInThroughPage(page: Page, email: string, index = codeEmailsTo(email).length) {
+  await page.getByRole('textbox', { name: 'Email' }).fill(email);
+  await page.getByRole('button', { name: 'Send code' }).click();
+  await page.getByRole('textbox', { name: 'Code' }).fill(await codeFromEmail(email, index));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A person who signed up and registered elsewhere (an app using the API), whose code came by email. */
+async function registeredPerson(name: string, surname: string) {
+  const email = newEmail(name.toLowerCase());
+  const index = codeEmailsTo(email).length;
+  await api('POST', '/api/v1/auth/send-otp-email', { email });
+  const login = await api('POST', '/api/v1/auth/verify-otp-email', {
+    email,
+    code: await codeFromEmail(email, index),
+  });
+  const accessToken = login.accessToken as string;
+  const username = `${name.toLowerCase()}_${people}`;
+  await api(
+    'PATCH',
+    '/api/v1/users/me',
+    {
+      name,
+      surname,
+      username,
+      privacyPolicyAccepted: true,
+      privacyPolicyVersion: '1.0.0',
+      termsOfUseAccepted: true,
+      termsOfUseVersion: '1.0.0',
+    },
+    accessToken,
+  );
+  return { email, accessToken, username };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the envelope's data, read field by field
+async function api(method: string, route: string, payload?: unknown, accessToken?: string): Promise<any> {
+  const response = await fetch(`${baseURL}${route}`, {
+    method,
+    headers: {
+      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}),
+    },
+    body: payload === undefined ? undefined : JSON.stringify(payload),
+  });
+  const envelope = (await response.json()) as { data: unknown; errors: string[] };
+  if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${envelope.errors.join('; ')}`);
+  return envelope.data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is checked on every view.
+
+/** axe-core in the page (evaluated, so the page's CSP stays as served): no serious or critical violation. */
+async function expectAccessible(page: Page, view: string) {
+  await page.evaluate(AXE);
+  const { violations } = await page.evaluate(() =>
+    (window as unknown as { axe: { run(): Promise<AxeResults> } }).axe.run(),
+  );
+  const serious = violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(({ id, impact, nodes }) => ({ id, impact, nodes: nodes.map((node) => node.target.join(' ')) }));
+  expect(serious, `${view}: accessibility violations`).toEqual([]);
+}
+
+/** Nothing wider than the window (no sideways scrolling), as at 360 px on a phone. */
+async function expectNoSidewaysScroll(page: Page) {
+  const overflowing = await page.evaluate(() =>
+    [...document.querySelectorAll('body *')]
+      .filter((element) => element.getBoundingClientRect().right > window.innerWidth)
+      .map((element) => `${element.tagName.toLowerCase()}#${element.id}.${element.className}`),
+  );
+  expect(overflowing).toEqual([]);
+}
+
+const isFocused = (locator: Locator) => locator.evaluate((element) => element === document.activeElement);
+
+/** The focused element shows a focus ring of at least 2 px. */
+async function expectVisibleFocus(page: Page) {
+  const outline = await page.evaluate(() => {
+    const style = getComputedStyle(document.activeElement ?? document.body);
+    return { style: style.outlineStyle, width: Number.parseFloat(style.outlineWidth) };
+  });
+  expect(outline.style).not.toBe('none');
+  expect(outline.width).toBeGreaterThanOrEqual(2);
+}
+
+/**
+ * The page's main column, down to `until` (the whole column without it), into docs/screenshots when
+ * the file is missing or with UPDATE_SCREENSHOTS=1, so that an ordinary run leaves the tree as it was.
+ */
+async function screenshot(page: Page, name: string, until?: Locator) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const main = await page.locator('main').boundingBox();
+  const end = until ? await until.boundingBox() : main;
+  if (!main || !end) throw new Error(`nothing to take a screenshot of for ${name}`);
+  const bottom = end.y + end.height + (until ? 16 : 0);
+  const clip = { x: main.x, y: 0, width: main.width, height: Math.ceil(bottom) };
+  const image = await page.screenshot({ clip, fullPage: true, animations: 'disabled', caret: 'hide' });
+  const file = path.join(SCREENSHOTS, `${name}.png`);
+  if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(file)) {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    await writeFile(file, image);
+  }
+}
+
+const alertText = async (scope: Page | Locator) =>
+  (await scope.getByRole('alert').first().innerText()).trim();
+
+// ---------------------------------------------------------------------------------------------
+
+describe('sign-in', () => {
+  it('works with the keyboard alone, and a wrong code can be retried', async () => {
+    const page = await openConsole(await newContext());
+    const email = newEmail('keys');
+    const emailBox = page.getByRole('textbox', { name: 'Email' });
+    await emailBox.waitFor();
+    expect(await isFocused(emailBox)).toBe(true);
+    await expectAccessible(page, 'sign-in');
+
+    await page.keyboard.type(email);
+    await screenshot(page, 'sign-in');
+    await page.keyboard.press('Tab');
+    expect(await isFocused(page.getByRole('button', { name: 'Send code' }))).toBe(true);
+    await expectVisibleFocus(page);
+    await page.keyboard.press('Enter');
+
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    await codeBox.waitFor();
+    expect(await isFocused(codeBox)).toBe(true);
+    const code = await codeFromEmail(email, 0);
+    await page.keyboard.type(wrong(code));
+    await page.keyboard.press('Enter');
+    expect(await alertText(page)).toBe('That code is not right. Check the email and try again.');
+    expect(await codeBox.getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible(page, 'sign-in, wrong code');
+
+    // The wrong code is selected: typing the right one replaces it.
+    expect(await isFocused(codeBox)).toBe(true);
+    await page.keyboard.type(code);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+  });
+
+  it('says when to try again once too many codes were asked for', async () => {
+    const page = await openConsole(await newContext());
+    const email = newEmail('eager');
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    await page.getByRole('button', { name: 'Send code' }).click();
+    for (let sent = 1; sent < SENDS_PER_EMAIL; sent++) {
+      await codeFromEmail(email, sent - 1);
+      await page.getByRole('button', { name: 'Send a new code' }).click();
+    }
+    await codeFromEmail(email, SENDS_PER_EMAIL - 1);
+    await page.getByRole('button', { name: 'Send a new code' }).click();
+    expect(await alertText(page)).toMatch(
+      /^Too many codes were requested for this email\. Try again in (\d+ minutes|1 hour)\.$/,
+    );
+  });
+
+  it('asks for an email address before sending anything', async () => {
+    const page = await openConsole(await newContext());
+    await page.getByRole('textbox', { name: 'Email' }).fill('not-an-address');
+    await page.keyboard.press('Enter');
+    expect(await alertText(page)).toBe('Enter your email address, such as name@example.com.');
+  });
+});
+
+describe('registration', () => {
+  it('shows each problem next to its field, refuses a taken username, then shows the account', async () => {
+    const taken = await registeredPerson('Taken', 'Already');
+    const page = await openConsole(await newContext({ width: 900, height: 900 }));
+    await signInThroughPage(page, newEmail('ada'));
+    await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+    const privacy = page.getByRole('checkbox', { name: /privacy policy \(version 1\.0\.0\)/ });
+    const terms = page.getByRole('checkbox', { name: /terms of use \(version 1\.0\.0\)/ });
+    const consent = page.getByRole('checkbox', { name: /consent/ });
+    expect(await consent.isVisible()).toBe(true);
+    await expectAccessible(page, 'registration');
+
+    await page.getByRole('button', { name: 'Continue' }).click();
+    const name = page.getByRole('textbox', { name: 'Name', exact: true });
+    const username = page.getByRole('textbox', { name: 'Username' });
+    await page.getByText('Enter your name.').waitFor();
+    // Each alert sits with its field and is read with it.
+    expect(await name.getAttribute('aria-invalid')).toBe('true');
+    expect(await name.getAttribute('aria-describedby')).toBe('name-error');
+    expect(await page.locator('#name-error').getAttribute('role')).toBe('alert');
+    expect(await isFocused(name)).toBe(true);
+    expect(await page.locator('#privacy-policy-error').innerText()).toBe(
+      'Accept the privacy policy to continue.',
+    );
+    await expectAccessible(page, 'registration with problems');
+
+    await name.fill('Ada');
+    await page.getByRole('textbox', { name: 'Surname' }).fill('Lovelace');
+    await username.fill('a');
+    await privacy.check();
+    await terms.check();
+    await consent.check();
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('Username must be 3–30 characters.').waitFor();
+    expect(await page.locator('#username-error').getAttribute('role')).toBe('alert');
+
+    await username.fill(taken.username.toUpperCase());
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('Username is taken.').waitFor();
+    expect(await username.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByRole('alert').count()).toBe(1);
+
+    await username.fill(`ada_${people}`);
+    await screenshot(page, 'registration');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Ada Lovelace' }).waitFor();
+  });
+});
+
+describe('account', () => {
+  it('edits the profile, lists and ends sessions, shows the activity, schedules and cancels deletion', async () => {
+    // Grace signed in elsewhere first (an app, through the API): that is the other session.
+    const grace = await registeredPerson('Grace', 'Hopper');
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, grace.email);
+    await page.getByRole('heading', { level: 1, name: 'Grace Hopper' }).waitFor();
+
+    // Profile
+    const profile = page.getByRole('region', { name: 'Profile' });
+    await profile.getByRole('textbox', { name: 'Bio' }).fill('Compilers, and a moth in the relay.');
+    await profile.getByRole('combobox', { name: 'Time zone' }).selectOption('America/New_York');
+    await profile.getByRole('textbox', { name: 'Instagram' }).fill('@grace');
+    await profile.getByRole('textbox', { name: 'X', exact: true }).fill('https://x.com/grace');
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await profile.getByText('X must be a handle such as ayse.yilmaz, not a URL.').waitFor();
+    expect(await profile.getByRole('textbox', { name: 'X', exact: true }).getAttribute('aria-invalid')).toBe(
+      'true',
+    );
+    await profile.getByRole('textbox', { name: 'X', exact: true }).fill('grace_h');
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    const stored = await api('GET', '/api/v1/users/me', undefined, grace.accessToken);
+    expect(stored).toMatchObject({
+      bio: 'Compilers, and a moth in the relay.',
+      timezone: 'America/New_York',
+      instagram: 'grace',
+      x: 'grace_h',
+    });
+
+    // Sessions: this browser, and the API client's
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    const items = sessions.getByRole('listitem');
+    await expect.poll(() => items.count()).toBe(2);
+    const here = items.filter({ hasText: 'This device' });
+    expect(await here.innerText()).toMatch(
+      /^Chrome on Linux\s*This device\s*IP 127\.0\.0\.1 · Last used just now/,
+    );
+    expect(await here.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    const other = items.filter({ hasNotText: 'This device' });
+    expect(await other.innerText()).toMatch(/^node\s*IP 127\.0\.0\.1 · Last used/);
+
+    // Security activity
+    const activity = page.getByRole('region', { name: 'Security activity' });
+    await activity.getByText('Profile updated').first().waitFor();
+    expect(await activity.getByText('Signed in').count()).toBe(2);
+
+    await expectAccessible(page, 'account');
+    await screenshot(page, 'account', sessions);
+
+    await other.getByRole('button', { name: 'Sign out' }).click();
+    await sessions.getByRole('status').filter({ hasText: 'Signed out node.' }).waitFor();
+    await expect.poll(() => items.count()).toBe(1);
+    await expect
+      .poll(() =>
+        api('GET', '/api/v1/users/me', undefined, grace.accessToken).catch((error: Error) => error.message),
+      )
+      .toMatch(/401/);
+    await activity.getByText('A device was signed out').waitFor();
+
+    // Deletion: a dialog to confirm, then the date and the way back
+    await page.getByRole('button', { name: 'Delete account' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete your account?' });
+    await dialog.waitFor();
+    expect(await isFocused(dialog.getByRole('button', { name: 'Keep my account' }))).toBe(true);
+    await expectAccessible(page, 'delete account dialog');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    await page.getByRole('button', { name: 'Delete account' }).click();
+    await dialog.getByRole('button', { name: 'Delete my account' }).click();
+    const scheduled = page.getByRole('region', { name: 'Deletion scheduled' });
+    const when = await api('GET', '/api/v1/users/me', undefined, await tokenOf(page));
+    const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(
+      new Date(when.accountDeletionScheduledFor),
+    );
+    expect(await scheduled.innerText()).toContain(`Your account is scheduled for deletion on ${date}.`);
+    await expectAccessible(page, 'deletion scheduled');
+    await scheduled.getByRole('button', { name: 'Cancel deletion' }).click();
+    await page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Delete account' }).isVisible()).toBe(true);
+
+    // Readable on a phone
+    await page.setViewportSize({ width: 360, height: 740 });
+    await expectNoSidewaysScroll(page);
+
+    await sessions.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await page.getByText('You signed out on every device.').waitFor();
+    await page.getByRole('textbox', { name: 'Email' }).waitFor();
+  });
+});
+
+/** The access token the page holds (in its localStorage), to look at the account as the page does. */
+async function tokenOf(page: Page): Promise<string> {
+  const stored = await page.evaluate(() => localStorage.getItem('tessera.console.tokens'));
+  return (JSON.parse(stored ?? '{}') as { accessToken: string }).accessToken;
+}
+
+describe('one person, several places', () => {
+  it('returns a browser whose session was ended from another one to the sign-in form, with the reason', async () => {
+    const person = await registeredPerson('Katherine', 'Johnson');
+    const laptop = await openConsole(await newContext());
+    await signInThroughPage(laptop, person.email);
+    await laptop.getByRole('heading', { level: 1, name: 'Katherine Johnson' }).waitFor();
+    const phone = await openConsole(await newContext({ width: 360, height: 740 }));
+    await signInThroughPage(phone, person.email);
+    await phone.getByRole('heading', { level: 1, name: 'Katherine Johnson' }).waitFor();
+    await expectNoSidewaysScroll(phone);
+
+    // The laptop sees the phone's session once it reloads the list, and ends it.
+    await laptop.reload();
+    const sessions = laptop.getByRole('region', { name: 'Sessions' });
+    await expect.poll(() => sessions.getByRole('listitem').count()).toBe(3);
+    const phoneSession = sessions
+      .getByRole('listitem')
+      .filter({ hasNotText: 'This device' })
+      .filter({ hasText: 'Chrome on Linux' });
+    await phoneSession.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => sessions.getByRole('listitem').count()).toBe(2);
+
+    // The phone's next action brings it back to sign-in, saying why.
+    await phone.getByRole('textbox', { name: 'Bio' }).fill('Written on the phone.');
+    await phone.getByRole('button', { name: 'Save' }).click();
+    await phone
+      .getByText(
+        'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
+      )
+      .waitFor();
+    expect(await phone.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
+    expect(await tokenOf(phone)).toBeUndefined();
+  });
+
+  it('keeps two tabs in step: a sign-in and a sign-out in one show in the other', async () => {
+    const person = await registeredPerson('Dorothy', 'Vaughan');
+    const context = await newContext();
+    const first = await openConsole(context);
+    const second = await openConsole(context);
+    await second.getByRole('textbox', { name: 'Email' }).waitFor();
+
+    await signInThroughPage(first, person.email);
+    await first.getByRole('heading', { level: 1, name: 'Dorothy Vaughan' }).waitFor();
+    await second.getByRole('heading', { level: 1, name: 'Dorothy Vaughan' }).waitFor();
+
+    await first.getByRole('button', { name: 'Sign out of this device' }).click();
+    await first.getByText('You signed out of this device.').waitFor();
+    await second.getByText(/^Your session has ended/).waitFor();
+    expect(await second.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
+  });
+});

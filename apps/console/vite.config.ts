@@ -1,0 +1,19 @@
+import { defineConfig } from 'vite';
+
+/** Where `pnpm dev` sends API calls: the gateway that `pnpm dev` runs beside Vite. */
+const gateway = process.env.TESSERA_GATEWAY_URL ?? 'http://127.0.0.1:3000';
+
+// Served by the gateway at /account/ (CONSOLE_BASE builds it for another path). Every asset is a file
+// of its own, named after its content: the page's Content-Security-Policy allows no inline code or data URL.
+export default defineConfig({
+  base: process.env.CONSOLE_BASE ?? '/account/',
+  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  build: {
+    target: 'es2022',
+    assetsInlineLimit: 0,
+    modulePreload: { polyfill: false },
+    reportCompressedSize: true,
+  },
+  server: { proxy: { '/api': gateway } },
+  preview: { proxy: { '/api': gateway } },
+});
