@@ -42,6 +42,7 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
     audience: config.jwt.audience,
     accessTokenTtl: config.jwt.accessTokenTtl,
     clockTolerance: config.jwt.clockTolerance,
+    clock,
   });
   const activeSessions = createActiveSessionStore(redis);
   const emails = createEmailQueue(mailQueue, {

@@ -1,4 +1,5 @@
 import { createSigner, createVerifier } from 'fast-jwt';
+import type { Clock } from '../../clock.ts';
 import { GatewayError } from '../../errors.ts';
 import type { SigningKey, VerificationKey } from './keys.ts';
 
@@ -18,6 +19,8 @@ export interface TokenServiceOptions {
   accessTokenTtl: number;
   /** Seconds of clock difference forgiven when checking `exp` (and `nbf`). */
   clockTolerance?: number;
+  /** What `iat` is signed from and `exp`/`nbf` are checked against. */
+  clock: Clock;
 }
 
 export type TokenService = ReturnType<typeof createTokenService>;
@@ -33,6 +36,7 @@ export function createTokenService({
   audience,
   accessTokenTtl,
   clockTolerance = 0,
+  clock,
 }: TokenServiceOptions) {
   // By kid; a key given twice (the signing key among the verification keys) is listed once.
   const keys = new Map<string, VerificationKey>();
@@ -58,10 +62,19 @@ export function createTokenService({
     allowedIss: issuer,
     allowedAud: audience,
     requiredClaims: ['iss', 'aud', 'sub', 'sid', 'iat', 'exp'],
-    clockTolerance: clockTolerance * 1000,
-    // Identical tokens verify from cache until their own expiry.
+    // The times are checked below against the gateway's clock, which fast-jwt cannot be given.
+    ignoreExpiration: true,
+    ignoreNotBefore: true,
+    // Identical tokens verify from cache (signature and claims; the times are checked on every use).
     cache: 10_000,
   });
+
+  /** `exp` (and `nbf`, if present) hold at the clock's now, give or take the tolerance. */
+  function isCurrent({ exp, nbf }: { exp?: unknown; nbf?: unknown }): boolean {
+    const now = clock.now().getTime() / 1000;
+    if (typeof exp !== 'number' || now > exp + clockTolerance) return false;
+    return nbf === undefined || (typeof nbf === 'number' && now >= nbf - clockTolerance);
+  }
 
   return {
     jwks: { keys: [...keys.values()].map((key) => key.jwk) },
@@ -74,6 +87,7 @@ export function createTokenService({
     async verifyAccessToken(token: string): Promise<AccessClaims> {
       try {
         const payload = await verify(token);
+        if (!isCurrent(payload)) throw new Error('expired or not yet valid');
         if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw new Error('claims');
         return {
           sub: payload.sub,
