@@ -1,16 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
   createTestRedis,
+  freePort,
   type OtlpSink,
   type ReceivedSpan,
+  type ServiceProcess,
   type SmtpSink,
   startOtlpSink,
+  startService,
   startSmtpSink,
   type TestDatabase,
   type TestRedis,
@@ -20,7 +21,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The whole product as an operator runs it: the gateway and the mailer as their own processes in
 // production mode, a real queue between them and a real SMTP server at the end.
-const root = fileURLToPath(new URL('..', import.meta.url));
 
 let database: TestDatabase;
 let redis: TestRedis;
@@ -30,29 +30,10 @@ let baseUrl: string;
 let opsUrl: string;
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
-const processes: ChildProcess[] = [];
-const logs: string[] = [];
+const processes: ServiceProcess[] = [];
 
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  return port;
-}
-
-function start(script: string, env: Record<string, string>): ChildProcess {
-  // Started as the package scripts and the image start them: telemetry first.
-  const child = spawn(process.execPath, ['--import', './packages/telemetry/src/register.ts', script], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
-  processes.push(child);
-  return child;
-}
+/** What both services wrote so far. */
+const logs = () => processes.map((service) => service.output()).join('');
 
 async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
   const response = await fetch(`${baseUrl}${path}`, {
@@ -84,7 +65,7 @@ beforeAll(async () => {
     // Exported every 2 s: the last spans before a SIGTERM only arrive if the shutdown flushes them.
     OTEL_BSP_SCHEDULE_DELAY: '2000',
   };
-  start('services/auth-gateway/src/server.ts', {
+  const gateway = startService('gateway', {
     ...shared,
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -99,12 +80,13 @@ beforeAll(async () => {
     // The same person signs in on two devices without waiting out the resend cooldown.
     OTP_RESEND_COOLDOWN: '0',
   });
-  start('services/mailer/src/main.ts', {
+  const mailer = startService('mailer', {
     ...shared,
     SMTP_URL: sink.url,
     MAIL_FROM: 'Tessera <no-reply@tessera.test>',
     MAILER_METRICS_PORT: '0',
   });
+  processes.push(gateway, mailer);
 
   for (let i = 0; i < 100; i++) {
     const ready = await fetch(`${baseUrl}/health/ready`).then(
@@ -114,11 +96,11 @@ beforeAll(async () => {
     if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`gateway did not become ready:\n${logs.join('')}`);
+  throw new Error(`gateway did not become ready:\n${logs()}`);
 });
 
 afterAll(async () => {
-  for (const child of processes) if (child.exitCode === null) child.kill('SIGKILL');
+  await Promise.all(processes.map((service) => service.stop('SIGKILL')));
   await Promise.all([sink?.close(), traces?.close(), database?.drop(), redis?.flush()]);
 });
 
@@ -185,7 +167,7 @@ describe('the whole sign-in flow, end to end', () => {
     expect((await call('GET', '/metrics')).status).toBe(404);
 
     const secrets = [laptop.accessToken, laptop.refreshToken, phone.refreshToken, laptopTokens.refreshToken];
-    const output = logs.join('');
+    const output = logs();
     expect(output).toContain('send-otp done');
     for (const secret of secrets) expect(output).not.toContain(secret);
     // Request and job ids are UUIDs: a 4-digit group of one is not the code.
@@ -234,7 +216,7 @@ describe('the whole sign-in flow, end to end', () => {
     const until = async (seen: () => boolean) => {
       while (!seen()) await new Promise((resolve) => setTimeout(resolve, 20));
     };
-    const count = (text: string) => logs.join('').split(text).length;
+    const count = (text: string) => logs().split(text).length;
     const received = count('"incoming request"');
     const socket = net.connect(Number(new URL(baseUrl).port), '127.0.0.1');
     let answers = '';
@@ -246,13 +228,13 @@ describe('the whole sign-in flow, end to end', () => {
     await until(() => count('"incoming request"') > received);
 
     const signalled = Date.now();
-    const exits = processes.map(async (child) => {
+    const exits = processes.map(async ({ child }) => {
       const [code] = await once(child, 'exit');
       return { code, ms: Date.now() - signalled };
     });
-    for (const child of processes) child.kill('SIGTERM');
+    for (const { child } of processes) child.kill('SIGTERM');
     await until(() => count('closing: finishing the work in flight') > 1);
-    for (const child of processes) child.kill('SIGTERM');
+    for (const { child } of processes) child.kill('SIGTERM');
     socket.write(body.slice(10) + head('/api/v1/auth/send-otp-email', Buffer.byteLength(body)) + body);
     await closed;
 
@@ -269,7 +251,7 @@ describe('the whole sign-in flow, end to end', () => {
 
     const [gateway, mailer] = await Promise.all(exits);
     expect([gateway?.code, mailer?.code]).toEqual([0, 0]);
-    expect(logs.join('')).toContain('already closing');
+    expect(logs()).toContain('already closing');
     // Not held open by the idle keep-alive connection until the drain deadline.
     expect(gateway?.ms).toBeLessThan(3000);
     // Its spans were flushed on the way out, not left in the 2 s export buffer.
@@ -281,7 +263,7 @@ describe('without an OTLP endpoint', () => {
   it('exports nothing, yet log lines and queued jobs carry the trace context', async () => {
     const port = await freePort();
     const prefix = `${redis.bullmqPrefix}-quiet`;
-    const gateway = start('services/auth-gateway/src/server.ts', {
+    const gateway = startService('gateway', {
       APP_ENV: 'production',
       LOG_LEVEL: 'info',
       PORT: String(port),
@@ -297,7 +279,7 @@ describe('without an OTLP endpoint', () => {
       OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
     });
     const lines: Json[] = [];
-    gateway.stdout?.on('data', (chunk: Buffer) => {
+    gateway.child.stdout?.on('data', (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
     });
     const url = `http://127.0.0.1:${port}`;
@@ -319,9 +301,7 @@ describe('without an OTLP endpoint', () => {
       body: JSON.stringify({ email: 'quiet@example.com' }),
     });
     expect(sent.status).toBe(200);
-    const exit = once(gateway, 'exit');
-    gateway.kill('SIGTERM');
-    expect((await exit)[0]).toBe(0);
+    expect(await gateway.stop('SIGTERM')).toBe(0);
 
     const traced = lines.find((line) => line.msg === 'request completed' && line.trace_id);
     expect(traced?.trace_id).toMatch(/^[0-9a-f]{32}$/);

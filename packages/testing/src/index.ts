@@ -1,3 +1,14 @@
 export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts';
+export {
+  createDatabase,
+  freePort,
+  type PrivatePostgres,
+  type PrivateRedis,
+  type ServiceProcess,
+  startPrivatePostgres,
+  startPrivateRedis,
+  startService,
+  waitUntil,
+} from './processes.ts';
 export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 export { type ReceivedMail, type SmtpSink, startSmtpSink } from './smtp-sink.ts';

@@ -1,0 +1,193 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+
+// Processes a fault test owns: its own redis-server and Postgres server to kill and restart, and
+// Tessera's services as an operator runs them. Never the machine's shared servers.
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  return port;
+}
+
+/** Polls `probe` every 50 ms until it is true; throws naming `what` after `timeoutMs`. */
+export async function waitUntil(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
+
+export interface PrivateRedis {
+  url: string;
+  /** Stops the server; SIGKILL is a crash. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and folder (with what its AOF kept, if it keeps one). */
+  start(): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/** A redis-server of the test's own on a free port, started with `args` (e.g. `--appendonly yes`). */
+export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
+  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-redis-'))];
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+
+  async function answers(): Promise<boolean> {
+    const client = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      // While it loads its AOF, Redis refuses commands with LOADING.
+      return (await client.ping()) === 'PONG';
+    } catch {
+      return false;
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  const server: PrivateRedis = {
+    url,
+    async start() {
+      child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args],
+        { stdio: 'ignore' },
+      );
+      await waitUntil(`redis-server on ${port} answering`, answers);
+    },
+    async stop(signal = 'SIGTERM') {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    },
+    async remove() {
+      await server.stop('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
+
+export interface PrivatePostgres {
+  /** The `postgres` database as the `postgres` user: create the test's databases from it. */
+  adminUrl: string;
+  /** `immediate` is a crash (no checkpoint); `fast` a clean stop that ends the connections. */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  start(): Promise<void>;
+  remove(): Promise<void>;
+}
+
+/**
+ * A Postgres server of the test's own (initdb in a temporary folder, a free port, trust auth), for
+ * tests that stop it. Postgres refuses to run as root, so as root it runs as the `postgres` user.
+ */
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const versions = await readdir('/usr/lib/postgresql').catch(() => []);
+  const bin = versions.length > 0 ? `/usr/lib/postgresql/${versions.sort().at(-1)}/bin` : '';
+  if (!bin)
+    throw new Error('no Postgres server binaries in /usr/lib/postgresql (Debian: apt install postgresql)');
+  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-postgres-'))];
+  const data = path.join(dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const uid = Number(stdout.trim());
+    await chown(dir, uid, uid);
+  }
+  const pgTool = (tool: string, toolArgs: string[]) =>
+    asRoot
+      ? run('runuser', ['-u', 'postgres', '--', `${bin}/${tool}`, ...toolArgs])
+      : run(`${bin}/${tool}`, toolArgs);
+
+  await pgTool('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
+  const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+
+  const server: PrivatePostgres = {
+    adminUrl,
+    async start() {
+      await pgTool('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', 'start']);
+    },
+    async stop(mode = 'fast') {
+      await pgTool('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']).catch(() => {});
+    },
+    async remove() {
+      await server.stop('immediate');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
+
+/** Creates database `name` on a server. */
+export async function createDatabase(adminUrl: string, name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${admin.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends `signal` and resolves with the exit code (null when a signal ended it). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const SCRIPTS = {
+  gateway: 'services/auth-gateway/src/server.ts',
+  mailer: 'services/mailer/src/main.ts',
+} as const;
+
+/** A Tessera service as its own process, started as the package scripts and the image start it. */
+export function startService(service: keyof typeof SCRIPTS, env: Record<string, string>): ServiceProcess {
+  const child = spawn(
+    process.execPath,
+    ['--import', './packages/telemetry/src/register.ts', SCRIPTS[service]],
+    {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const chunks: string[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+  return {
+    child,
+    output: () => chunks.join(''),
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      const exited = once(child, 'exit') as Promise<[number | null]>;
+      child.kill(signal);
+      return (await exited)[0];
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import { migrateToLatest } from '@tessera/infra';
+import {
+  createDatabase,
+  createTestRedis,
+  type PrivatePostgres,
+  type SmtpSink,
+  startPrivatePostgres,
+  startSmtpSink,
+  type TestRedis,
+  waitUntil,
+} from '@tessera/testing';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTessera, type Tessera } from './tessera.ts';
+
+// Postgres crashed (immediate stop) and later restarted under sign-ins: while it is away every
+// answer is the enveloped 503 with Retry-After, nothing is half-written, and a code that met the
+// outage still signs in once Postgres is back.
+
+let postgres: PrivatePostgres;
+let databaseUrl: string;
+let redis: TestRedis;
+let sink: SmtpSink;
+let tessera: Tessera;
+
+beforeAll(async () => {
+  [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
+  databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
+  await migrateToLatest(databaseUrl);
+  redis = createTestRedis();
+  tessera = await startTessera({
+    databaseUrl,
+    redisUrl: redis.url,
+    keyPrefix: redis.keyPrefix,
+    bullmqPrefix: redis.bullmqPrefix,
+    sink,
+  });
+  tessera.startMailer();
+});
+
+afterAll(async () => {
+  await tessera?.stop();
+  await Promise.all([postgres?.remove(), redis?.flush(), sink?.close()]);
+});
+
+const signIn = (email: string, code: string) =>
+  tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code });
+
+it('answers 503 while Postgres is down, writes nothing by halves, and signs in with the same code after', {
+  timeout: 60_000,
+}, async () => {
+  const people = Array.from({ length: 8 }, (_, i) => `outage.${i}@example.com`);
+  const codes = new Map<string, string>();
+  for (const email of people) codes.set(email, await tessera.codeByEmail(email));
+  // Half of them sign in before the crash.
+  const [before, during] = [people.slice(0, 4), people.slice(4)];
+  for (const email of before) expect((await signIn(email, codes.get(email) ?? '')).status).toBe(200);
+  const { json: signedIn } = await signIn('kept@example.com', await tessera.codeByEmail('kept@example.com'));
+
+  await postgres.stop('immediate');
+
+  const answers = await Promise.all([
+    ...during.map((email) => signIn(email, codes.get(email) ?? '')),
+    tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken: signedIn.data.refreshToken }),
+  ]);
+  for (const answer of answers) {
+    expect(answer.status).toBe(503);
+    expect(answer.json).toMatchObject({ isSuccess: false, statusCode: 503, data: null });
+    expect(answer.json.errors[0]).toBe('Service unavailable');
+    expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+  }
+  expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
+
+  await postgres.start();
+  await waitUntil('gateway ready again', () =>
+    fetch(`${tessera.baseUrl}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    ),
+  );
+  // The codes the outage met were given back: the same code signs in.
+  for (const email of during) expect((await signIn(email, codes.get(email) ?? '')).status).toBe(200);
+  // The refresh that met the outage did not rotate the token: it still works, once.
+  const refreshed = await tessera.call('POST', '/api/v1/auth/refresh-token', {
+    refreshToken: signedIn.data.refreshToken,
+  });
+  expect(refreshed.status).toBe(200);
+
+  // Nothing half-written: every user has exactly one session (with its refresh token), every
+  // session has one token that is current.
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ email: string; sessions: number; current: number }>(
+      `select u.email,
+              count(distinct s.id)::int as sessions,
+              count(t.token_hash) filter (where t.rotated_at is null)::int as current
+         from users u
+         left join sessions s on s.user_id = u.id
+         left join refresh_tokens t on t.session_id = s.id
+        group by u.email order by u.email`,
+    );
+    expect(rows).toEqual(
+      [...people, 'kept@example.com'].sort().map((email) => ({ email, sessions: 1, current: 1 })),
+    );
+  } finally {
+    await client.end();
+  }
+});

@@ -1,0 +1,105 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { freePort, type ServiceProcess, type SmtpSink, startService, waitUntil } from '@tessera/testing';
+
+// Tessera as an operator runs it, for the fault tests: the gateway and the mailer as processes in
+// production mode, pointed at the servers the test owns.
+
+export interface Backends {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Key prefixes, when the Redis is shared with other tests. */
+  keyPrefix?: string;
+  bullmqPrefix?: string;
+  sink: SmtpSink;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+export type Json = Record<string, any>;
+
+export interface Tessera {
+  baseUrl: string;
+  gateway: ServiceProcess;
+  /** Starts a mailer process (as many as the test wants). */
+  startMailer(): ServiceProcess;
+  call(
+    method: string,
+    path: string,
+    payload?: unknown,
+  ): Promise<{ status: number; headers: Headers; json: Json }>;
+  /** Requests a code for `email` and reads it from the email the mailer delivered. */
+  codeByEmail(email: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startTessera(backends: Backends, env: Record<string, string> = {}): Promise<Tessera> {
+  const { sink } = backends;
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const shared = {
+    APP_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    REDIS_URL: backends.redisUrl,
+    ...(backends.bullmqPrefix && { BULLMQ_PREFIX: backends.bullmqPrefix }),
+    SHUTDOWN_TIMEOUT: '10',
+    ...env,
+  };
+  const gateway = startService('gateway', {
+    ...shared,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    OPS_PORT: '0',
+    DATABASE_URL: backends.databaseUrl,
+    ...(backends.keyPrefix && { REDIS_KEY_PREFIX: backends.keyPrefix }),
+    JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString(),
+    OTP_SECRET: 'faults-otp-secret-0123456789abcdef0123456789',
+    OTP_RESEND_COOLDOWN: '0',
+  });
+  const mailers: ServiceProcess[] = [];
+
+  async function call(method: string, path: string, payload?: unknown) {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: payload === undefined ? {} : { 'content-type': 'application/json' },
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+      // A request that hangs fails the test instead of stalling it.
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: response.status, headers: response.headers, json: (await response.json()) as Json };
+  }
+
+  const seen = new Set<object>();
+  await waitUntil(`gateway ready\n${gateway.output()}`, () =>
+    fetch(`${baseUrl}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    ),
+  );
+
+  return {
+    baseUrl,
+    gateway,
+    startMailer() {
+      const mailer = startService('mailer', {
+        ...shared,
+        SMTP_URL: sink.url,
+        MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+        MAILER_METRICS_PORT: '0',
+      });
+      mailers.push(mailer);
+      return mailer;
+    },
+    call,
+    async codeByEmail(email) {
+      const sent = await call('POST', '/api/v1/auth/send-otp-email', { email });
+      if (sent.status !== 200) throw new Error(`send-otp-email: ${sent.status} ${sent.json.errors}`);
+      const mail = await sink.waitFor((m) => m.to.includes(email) && !seen.has(m));
+      seen.add(mail);
+      return /\b(\d{4})\b/.exec(mail.subject)?.[1] ?? '';
+    },
+    async stop() {
+      await Promise.all([gateway, ...mailers].map((service) => service.stop('SIGKILL')));
+    },
+  };
+}
