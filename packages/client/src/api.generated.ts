@@ -23,10 +23,26 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "status": "ok"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "status": "ok"
+                             *     }
+                             */
                             data: {
                                 /** @enum {string} */
                                 status: "ok";
@@ -154,10 +170,28 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "postgres": "up",
+                         *         "redis": "up"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "postgres": "up",
+                             *       "redis": "up"
+                             *     }
+                             */
                             data: {
                                 /** @enum {string} */
                                 postgres: "up";
@@ -305,6 +339,20 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "keys": [
+                         *         {
+                         *           "kty": "OKP",
+                         *           "crv": "Ed25519",
+                         *           "x": "m4L2o6cJ7sFfE0Qb2cQ9nX1uYtR3wVzK8pHdA5gLsIo",
+                         *           "kid": "6twS_bE",
+                         *           "alg": "EdDSA",
+                         *           "use": "sig"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/json": {
                             keys: {
                                 kty: string;
@@ -453,10 +501,30 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "email": "alice@example.com",
+                         *         "expiresIn": 300,
+                         *         "resendIn": 60
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "email": "alice@example.com",
+                             *       "expiresIn": 300,
+                             *       "resendIn": 60
+                             *     }
+                             */
                             data: {
                                 /** @description The normalized address */
                                 email: string;
@@ -633,10 +701,134 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                         *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                         *         "expiresIn": 900,
+                         *         "refreshExpiresIn": 2592000,
+                         *         "user": {
+                         *           "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *           "name": "Ayşe",
+                         *           "surname": "Yılmaz",
+                         *           "username": "ayse.yilmaz",
+                         *           "countryCode": "90",
+                         *           "phoneNumber": "5321234567",
+                         *           "signupSource": "ios",
+                         *           "signupCampaign": null,
+                         *           "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *           "availabilityStatus": "available",
+                         *           "birthDate": "1994-05-17T00:00:00.000Z",
+                         *           "gender": "female",
+                         *           "interests": [
+                         *             "photography",
+                         *             "hiking"
+                         *           ],
+                         *           "expertise": "Landscape photography",
+                         *           "email": "ayse@example.com",
+                         *           "bio": "Photographer in Istanbul.",
+                         *           "instagram": "ayse.shoots",
+                         *           "x": "ayseyilmaz",
+                         *           "tiktok": null,
+                         *           "snapchat": null,
+                         *           "facebook": null,
+                         *           "privacyPolicyAccepted": true,
+                         *           "privacyPolicyVersion": "1.0.0",
+                         *           "termsOfUseAccepted": true,
+                         *           "termsOfUseVersion": "1.0.0",
+                         *           "consentFormAccepted": false,
+                         *           "consentFormVersion": null,
+                         *           "isRegistrationComplete": true,
+                         *           "roles": [
+                         *             "user"
+                         *           ],
+                         *           "followersCount": 0,
+                         *           "followingCount": 0,
+                         *           "minutePriceInLiveStream": 0,
+                         *           "creditBalance": 0,
+                         *           "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *           "timezone": "Europe/Istanbul",
+                         *           "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *           "accountDeletionStatus": null,
+                         *           "accountDeletionRequestedAt": null,
+                         *           "accountDeletionScheduledFor": null,
+                         *           "accountDeletionCancelledAt": null,
+                         *           "accountDeletionFinalizedAt": null,
+                         *           "createdAt": "2026-11-20T14:01:45.000Z",
+                         *           "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *         },
+                         *         "isRegistrationComplete": true
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                             *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                             *       "expiresIn": 900,
+                             *       "refreshExpiresIn": 2592000,
+                             *       "user": {
+                             *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                             *         "name": "Ayşe",
+                             *         "surname": "Yılmaz",
+                             *         "username": "ayse.yilmaz",
+                             *         "countryCode": "90",
+                             *         "phoneNumber": "5321234567",
+                             *         "signupSource": "ios",
+                             *         "signupCampaign": null,
+                             *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                             *         "availabilityStatus": "available",
+                             *         "birthDate": "1994-05-17T00:00:00.000Z",
+                             *         "gender": "female",
+                             *         "interests": [
+                             *           "photography",
+                             *           "hiking"
+                             *         ],
+                             *         "expertise": "Landscape photography",
+                             *         "email": "ayse@example.com",
+                             *         "bio": "Photographer in Istanbul.",
+                             *         "instagram": "ayse.shoots",
+                             *         "x": "ayseyilmaz",
+                             *         "tiktok": null,
+                             *         "snapchat": null,
+                             *         "facebook": null,
+                             *         "privacyPolicyAccepted": true,
+                             *         "privacyPolicyVersion": "1.0.0",
+                             *         "termsOfUseAccepted": true,
+                             *         "termsOfUseVersion": "1.0.0",
+                             *         "consentFormAccepted": false,
+                             *         "consentFormVersion": null,
+                             *         "isRegistrationComplete": true,
+                             *         "roles": [
+                             *           "user"
+                             *         ],
+                             *         "followersCount": 0,
+                             *         "followingCount": 0,
+                             *         "minutePriceInLiveStream": 0,
+                             *         "creditBalance": 0,
+                             *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                             *         "timezone": "Europe/Istanbul",
+                             *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                             *         "accountDeletionStatus": null,
+                             *         "accountDeletionRequestedAt": null,
+                             *         "accountDeletionScheduledFor": null,
+                             *         "accountDeletionCancelledAt": null,
+                             *         "accountDeletionFinalizedAt": null,
+                             *         "createdAt": "2026-11-20T14:01:45.000Z",
+                             *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                             *       },
+                             *       "isRegistrationComplete": true
+                             *     }
+                             */
                             data: {
                                 /** @description JWT to send as `Authorization: Bearer <accessToken>` */
                                 accessToken: string;
@@ -866,6 +1058,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
+                     *     }
+                     */
                     "application/json": {
                         refreshToken: string;
                     };
@@ -878,10 +1075,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                         *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                         *         "expiresIn": 900,
+                         *         "refreshExpiresIn": 2592000
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                             *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                             *       "expiresIn": 900,
+                             *       "refreshExpiresIn": 2592000
+                             *     }
+                             */
                             data: {
                                 /** @description JWT to send as `Authorization: Bearer <accessToken>` */
                                 accessToken: string;
@@ -1044,6 +1263,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
+                     *     }
+                     */
                     "application/json": {
                         refreshToken: string;
                     };
@@ -1056,10 +1280,28 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *         "revokedAt": "2026-11-23T10:15:00.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                             *       "revokedAt": "2026-11-23T10:15:00.000Z"
+                             *     }
+                             */
                             data: {
                                 _id: string;
                                 /** Format: date-time */
@@ -1274,10 +1516,26 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "revokedSessions": 3
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "revokedSessions": 3
+                             *     }
+                             */
                             data: {
                                 revokedSessions: number;
                             };
@@ -1440,10 +1698,80 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "list": [
+                         *           {
+                         *             "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *             "createdAt": "2026-11-23T09:58:12.000Z",
+                         *             "lastUsedAt": "2026-11-23T10:13:40.000Z",
+                         *             "expiresAt": "2026-12-23T10:13:40.000Z",
+                         *             "ipAddress": "203.0.113.7",
+                         *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                         *             "current": true
+                         *           },
+                         *           {
+                         *             "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
+                         *             "createdAt": "2026-11-20T14:01:45.000Z",
+                         *             "lastUsedAt": "2026-11-22T19:30:02.000Z",
+                         *             "expiresAt": "2026-12-22T19:30:02.000Z",
+                         *             "ipAddress": "198.51.100.24",
+                         *             "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
+                         *             "current": false
+                         *           }
+                         *         ],
+                         *         "pagination": {
+                         *           "currentPage": 1,
+                         *           "totalPages": 1,
+                         *           "totalItems": 2,
+                         *           "itemsPerPage": 10,
+                         *           "hasNextPage": false,
+                         *           "hasPrevPage": false
+                         *         }
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "list": [
+                             *         {
+                             *           "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                             *           "createdAt": "2026-11-23T09:58:12.000Z",
+                             *           "lastUsedAt": "2026-11-23T10:13:40.000Z",
+                             *           "expiresAt": "2026-12-23T10:13:40.000Z",
+                             *           "ipAddress": "203.0.113.7",
+                             *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                             *           "current": true
+                             *         },
+                             *         {
+                             *           "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
+                             *           "createdAt": "2026-11-20T14:01:45.000Z",
+                             *           "lastUsedAt": "2026-11-22T19:30:02.000Z",
+                             *           "expiresAt": "2026-12-22T19:30:02.000Z",
+                             *           "ipAddress": "198.51.100.24",
+                             *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
+                             *           "current": false
+                             *         }
+                             *       ],
+                             *       "pagination": {
+                             *         "currentPage": 1,
+                             *         "totalPages": 1,
+                             *         "totalItems": 2,
+                             *         "itemsPerPage": 10,
+                             *         "hasNextPage": false,
+                             *         "hasPrevPage": false
+                             *       }
+                             *     }
+                             */
                             data: {
                                 list: {
                                     _id: string;
@@ -1633,10 +1961,28 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *         "revokedAt": "2026-11-23T10:15:00.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                             *       "revokedAt": "2026-11-23T10:15:00.000Z"
+                             *     }
+                             */
                             data: {
                                 _id: string;
                                 /** Format: date-time */
@@ -1831,10 +2177,120 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *         "name": "Ayşe",
+                         *         "surname": "Yılmaz",
+                         *         "username": "ayse.yilmaz",
+                         *         "countryCode": "90",
+                         *         "phoneNumber": "5321234567",
+                         *         "signupSource": "ios",
+                         *         "signupCampaign": null,
+                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *         "availabilityStatus": "available",
+                         *         "birthDate": "1994-05-17T00:00:00.000Z",
+                         *         "gender": "female",
+                         *         "interests": [
+                         *           "photography",
+                         *           "hiking"
+                         *         ],
+                         *         "expertise": "Landscape photography",
+                         *         "email": "ayse@example.com",
+                         *         "bio": "Photographer in Istanbul.",
+                         *         "instagram": "ayse.shoots",
+                         *         "x": "ayseyilmaz",
+                         *         "tiktok": null,
+                         *         "snapchat": null,
+                         *         "facebook": null,
+                         *         "privacyPolicyAccepted": true,
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseAccepted": true,
+                         *         "termsOfUseVersion": "1.0.0",
+                         *         "consentFormAccepted": false,
+                         *         "consentFormVersion": null,
+                         *         "isRegistrationComplete": true,
+                         *         "roles": [
+                         *           "user"
+                         *         ],
+                         *         "followersCount": 0,
+                         *         "followingCount": 0,
+                         *         "minutePriceInLiveStream": 0,
+                         *         "creditBalance": 0,
+                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *         "timezone": "Europe/Istanbul",
+                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *         "accountDeletionStatus": null,
+                         *         "accountDeletionRequestedAt": null,
+                         *         "accountDeletionScheduledFor": null,
+                         *         "accountDeletionCancelledAt": null,
+                         *         "accountDeletionFinalizedAt": null,
+                         *         "createdAt": "2026-11-20T14:01:45.000Z",
+                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                             *       "name": "Ayşe",
+                             *       "surname": "Yılmaz",
+                             *       "username": "ayse.yilmaz",
+                             *       "countryCode": "90",
+                             *       "phoneNumber": "5321234567",
+                             *       "signupSource": "ios",
+                             *       "signupCampaign": null,
+                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                             *       "availabilityStatus": "available",
+                             *       "birthDate": "1994-05-17T00:00:00.000Z",
+                             *       "gender": "female",
+                             *       "interests": [
+                             *         "photography",
+                             *         "hiking"
+                             *       ],
+                             *       "expertise": "Landscape photography",
+                             *       "email": "ayse@example.com",
+                             *       "bio": "Photographer in Istanbul.",
+                             *       "instagram": "ayse.shoots",
+                             *       "x": "ayseyilmaz",
+                             *       "tiktok": null,
+                             *       "snapchat": null,
+                             *       "facebook": null,
+                             *       "privacyPolicyAccepted": true,
+                             *       "privacyPolicyVersion": "1.0.0",
+                             *       "termsOfUseAccepted": true,
+                             *       "termsOfUseVersion": "1.0.0",
+                             *       "consentFormAccepted": false,
+                             *       "consentFormVersion": null,
+                             *       "isRegistrationComplete": true,
+                             *       "roles": [
+                             *         "user"
+                             *       ],
+                             *       "followersCount": 0,
+                             *       "followingCount": 0,
+                             *       "minutePriceInLiveStream": 0,
+                             *       "creditBalance": 0,
+                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                             *       "timezone": "Europe/Istanbul",
+                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                             *       "accountDeletionStatus": null,
+                             *       "accountDeletionRequestedAt": null,
+                             *       "accountDeletionScheduledFor": null,
+                             *       "accountDeletionCancelledAt": null,
+                             *       "accountDeletionFinalizedAt": null,
+                             *       "createdAt": "2026-11-20T14:01:45.000Z",
+                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                             *     }
+                             */
                             data: {
                                 /** Format: uuid */
                                 _id: string;
@@ -2125,10 +2581,120 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *         "name": "Ayşe",
+                         *         "surname": "Yılmaz",
+                         *         "username": "ayse.yilmaz",
+                         *         "countryCode": "90",
+                         *         "phoneNumber": "5321234567",
+                         *         "signupSource": "ios",
+                         *         "signupCampaign": null,
+                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *         "availabilityStatus": "available",
+                         *         "birthDate": "1994-05-17T00:00:00.000Z",
+                         *         "gender": "female",
+                         *         "interests": [
+                         *           "photography",
+                         *           "hiking"
+                         *         ],
+                         *         "expertise": "Landscape photography",
+                         *         "email": "ayse@example.com",
+                         *         "bio": "Photographer in Istanbul.",
+                         *         "instagram": "ayse.shoots",
+                         *         "x": "ayseyilmaz",
+                         *         "tiktok": null,
+                         *         "snapchat": null,
+                         *         "facebook": null,
+                         *         "privacyPolicyAccepted": true,
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseAccepted": true,
+                         *         "termsOfUseVersion": "1.0.0",
+                         *         "consentFormAccepted": false,
+                         *         "consentFormVersion": null,
+                         *         "isRegistrationComplete": true,
+                         *         "roles": [
+                         *           "user"
+                         *         ],
+                         *         "followersCount": 0,
+                         *         "followingCount": 0,
+                         *         "minutePriceInLiveStream": 0,
+                         *         "creditBalance": 0,
+                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *         "timezone": "Europe/Istanbul",
+                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *         "accountDeletionStatus": null,
+                         *         "accountDeletionRequestedAt": null,
+                         *         "accountDeletionScheduledFor": null,
+                         *         "accountDeletionCancelledAt": null,
+                         *         "accountDeletionFinalizedAt": null,
+                         *         "createdAt": "2026-11-20T14:01:45.000Z",
+                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                             *       "name": "Ayşe",
+                             *       "surname": "Yılmaz",
+                             *       "username": "ayse.yilmaz",
+                             *       "countryCode": "90",
+                             *       "phoneNumber": "5321234567",
+                             *       "signupSource": "ios",
+                             *       "signupCampaign": null,
+                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                             *       "availabilityStatus": "available",
+                             *       "birthDate": "1994-05-17T00:00:00.000Z",
+                             *       "gender": "female",
+                             *       "interests": [
+                             *         "photography",
+                             *         "hiking"
+                             *       ],
+                             *       "expertise": "Landscape photography",
+                             *       "email": "ayse@example.com",
+                             *       "bio": "Photographer in Istanbul.",
+                             *       "instagram": "ayse.shoots",
+                             *       "x": "ayseyilmaz",
+                             *       "tiktok": null,
+                             *       "snapchat": null,
+                             *       "facebook": null,
+                             *       "privacyPolicyAccepted": true,
+                             *       "privacyPolicyVersion": "1.0.0",
+                             *       "termsOfUseAccepted": true,
+                             *       "termsOfUseVersion": "1.0.0",
+                             *       "consentFormAccepted": false,
+                             *       "consentFormVersion": null,
+                             *       "isRegistrationComplete": true,
+                             *       "roles": [
+                             *         "user"
+                             *       ],
+                             *       "followersCount": 0,
+                             *       "followingCount": 0,
+                             *       "minutePriceInLiveStream": 0,
+                             *       "creditBalance": 0,
+                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                             *       "timezone": "Europe/Istanbul",
+                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                             *       "accountDeletionStatus": null,
+                             *       "accountDeletionRequestedAt": null,
+                             *       "accountDeletionScheduledFor": null,
+                             *       "accountDeletionCancelledAt": null,
+                             *       "accountDeletionFinalizedAt": null,
+                             *       "createdAt": "2026-11-20T14:01:45.000Z",
+                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                             *     }
+                             */
                             data: {
                                 /** Format: uuid */
                                 _id: string;
@@ -2346,6 +2912,26 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "isRegistrationComplete": false,
+                         *         "missing": [
+                         *           "username",
+                         *           "termsOfUse"
+                         *         ],
+                         *         "policies": {
+                         *           "privacyPolicyVersion": "1.0.0",
+                         *           "termsOfUseVersion": "1.1.0",
+                         *           "consentFormVersion": "1.0.0"
+                         *         }
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
@@ -2537,10 +3123,60 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "list": [
+                         *           {
+                         *             "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
+                         *             "type": "sign_in",
+                         *             "createdAt": "2026-11-23T09:58:12.000Z",
+                         *             "ipAddress": "203.0.113.7",
+                         *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                         *             "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
+                         *           }
+                         *         ],
+                         *         "pagination": {
+                         *           "currentPage": 1,
+                         *           "totalPages": 4,
+                         *           "totalItems": 31,
+                         *           "itemsPerPage": 10,
+                         *           "hasNextPage": true,
+                         *           "hasPrevPage": false
+                         *         }
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "list": [
+                             *         {
+                             *           "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
+                             *           "type": "sign_in",
+                             *           "createdAt": "2026-11-23T09:58:12.000Z",
+                             *           "ipAddress": "203.0.113.7",
+                             *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                             *           "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
+                             *         }
+                             *       ],
+                             *       "pagination": {
+                             *         "currentPage": 1,
+                             *         "totalPages": 4,
+                             *         "totalItems": 31,
+                             *         "itemsPerPage": 10,
+                             *         "hasNextPage": true,
+                             *         "hasPrevPage": false
+                             *       }
+                             *     }
+                             */
                             data: {
                                 list: {
                                     _id: string;
@@ -2728,10 +3364,120 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *         "name": "Ayşe",
+                         *         "surname": "Yılmaz",
+                         *         "username": "ayse.yilmaz",
+                         *         "countryCode": "90",
+                         *         "phoneNumber": "5321234567",
+                         *         "signupSource": "ios",
+                         *         "signupCampaign": null,
+                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *         "availabilityStatus": "available",
+                         *         "birthDate": "1994-05-17T00:00:00.000Z",
+                         *         "gender": "female",
+                         *         "interests": [
+                         *           "photography",
+                         *           "hiking"
+                         *         ],
+                         *         "expertise": "Landscape photography",
+                         *         "email": "ayse@example.com",
+                         *         "bio": "Photographer in Istanbul.",
+                         *         "instagram": "ayse.shoots",
+                         *         "x": "ayseyilmaz",
+                         *         "tiktok": null,
+                         *         "snapchat": null,
+                         *         "facebook": null,
+                         *         "privacyPolicyAccepted": true,
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseAccepted": true,
+                         *         "termsOfUseVersion": "1.0.0",
+                         *         "consentFormAccepted": false,
+                         *         "consentFormVersion": null,
+                         *         "isRegistrationComplete": true,
+                         *         "roles": [
+                         *           "user"
+                         *         ],
+                         *         "followersCount": 0,
+                         *         "followingCount": 0,
+                         *         "minutePriceInLiveStream": 0,
+                         *         "creditBalance": 0,
+                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *         "timezone": "Europe/Istanbul",
+                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *         "accountDeletionStatus": "scheduled",
+                         *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                         *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                         *         "accountDeletionCancelledAt": null,
+                         *         "accountDeletionFinalizedAt": null,
+                         *         "createdAt": "2026-11-20T14:01:45.000Z",
+                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                             *       "name": "Ayşe",
+                             *       "surname": "Yılmaz",
+                             *       "username": "ayse.yilmaz",
+                             *       "countryCode": "90",
+                             *       "phoneNumber": "5321234567",
+                             *       "signupSource": "ios",
+                             *       "signupCampaign": null,
+                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                             *       "availabilityStatus": "available",
+                             *       "birthDate": "1994-05-17T00:00:00.000Z",
+                             *       "gender": "female",
+                             *       "interests": [
+                             *         "photography",
+                             *         "hiking"
+                             *       ],
+                             *       "expertise": "Landscape photography",
+                             *       "email": "ayse@example.com",
+                             *       "bio": "Photographer in Istanbul.",
+                             *       "instagram": "ayse.shoots",
+                             *       "x": "ayseyilmaz",
+                             *       "tiktok": null,
+                             *       "snapchat": null,
+                             *       "facebook": null,
+                             *       "privacyPolicyAccepted": true,
+                             *       "privacyPolicyVersion": "1.0.0",
+                             *       "termsOfUseAccepted": true,
+                             *       "termsOfUseVersion": "1.0.0",
+                             *       "consentFormAccepted": false,
+                             *       "consentFormVersion": null,
+                             *       "isRegistrationComplete": true,
+                             *       "roles": [
+                             *         "user"
+                             *       ],
+                             *       "followersCount": 0,
+                             *       "followingCount": 0,
+                             *       "minutePriceInLiveStream": 0,
+                             *       "creditBalance": 0,
+                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                             *       "timezone": "Europe/Istanbul",
+                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                             *       "accountDeletionStatus": "scheduled",
+                             *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                             *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                             *       "accountDeletionCancelledAt": null,
+                             *       "accountDeletionFinalizedAt": null,
+                             *       "createdAt": "2026-11-20T14:01:45.000Z",
+                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                             *     }
+                             */
                             data: {
                                 /** Format: uuid */
                                 _id: string;
@@ -2943,10 +3689,120 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "isSuccess": true,
+                         *       "statusCode": 200,
+                         *       "data": {
+                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *         "name": "Ayşe",
+                         *         "surname": "Yılmaz",
+                         *         "username": "ayse.yilmaz",
+                         *         "countryCode": "90",
+                         *         "phoneNumber": "5321234567",
+                         *         "signupSource": "ios",
+                         *         "signupCampaign": null,
+                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *         "availabilityStatus": "available",
+                         *         "birthDate": "1994-05-17T00:00:00.000Z",
+                         *         "gender": "female",
+                         *         "interests": [
+                         *           "photography",
+                         *           "hiking"
+                         *         ],
+                         *         "expertise": "Landscape photography",
+                         *         "email": "ayse@example.com",
+                         *         "bio": "Photographer in Istanbul.",
+                         *         "instagram": "ayse.shoots",
+                         *         "x": "ayseyilmaz",
+                         *         "tiktok": null,
+                         *         "snapchat": null,
+                         *         "facebook": null,
+                         *         "privacyPolicyAccepted": true,
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseAccepted": true,
+                         *         "termsOfUseVersion": "1.0.0",
+                         *         "consentFormAccepted": false,
+                         *         "consentFormVersion": null,
+                         *         "isRegistrationComplete": true,
+                         *         "roles": [
+                         *           "user"
+                         *         ],
+                         *         "followersCount": 0,
+                         *         "followingCount": 0,
+                         *         "minutePriceInLiveStream": 0,
+                         *         "creditBalance": 0,
+                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *         "timezone": "Europe/Istanbul",
+                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *         "accountDeletionStatus": "cancelled",
+                         *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                         *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                         *         "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
+                         *         "accountDeletionFinalizedAt": null,
+                         *         "createdAt": "2026-11-20T14:01:45.000Z",
+                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *       },
+                         *       "errors": [],
+                         *       "timestamp": "2026-11-23T10:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {boolean} */
                             isSuccess: true;
                             statusCode: number;
+                            /**
+                             * @example {
+                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                             *       "name": "Ayşe",
+                             *       "surname": "Yılmaz",
+                             *       "username": "ayse.yilmaz",
+                             *       "countryCode": "90",
+                             *       "phoneNumber": "5321234567",
+                             *       "signupSource": "ios",
+                             *       "signupCampaign": null,
+                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                             *       "availabilityStatus": "available",
+                             *       "birthDate": "1994-05-17T00:00:00.000Z",
+                             *       "gender": "female",
+                             *       "interests": [
+                             *         "photography",
+                             *         "hiking"
+                             *       ],
+                             *       "expertise": "Landscape photography",
+                             *       "email": "ayse@example.com",
+                             *       "bio": "Photographer in Istanbul.",
+                             *       "instagram": "ayse.shoots",
+                             *       "x": "ayseyilmaz",
+                             *       "tiktok": null,
+                             *       "snapchat": null,
+                             *       "facebook": null,
+                             *       "privacyPolicyAccepted": true,
+                             *       "privacyPolicyVersion": "1.0.0",
+                             *       "termsOfUseAccepted": true,
+                             *       "termsOfUseVersion": "1.0.0",
+                             *       "consentFormAccepted": false,
+                             *       "consentFormVersion": null,
+                             *       "isRegistrationComplete": true,
+                             *       "roles": [
+                             *         "user"
+                             *       ],
+                             *       "followersCount": 0,
+                             *       "followingCount": 0,
+                             *       "minutePriceInLiveStream": 0,
+                             *       "creditBalance": 0,
+                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                             *       "timezone": "Europe/Istanbul",
+                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                             *       "accountDeletionStatus": "cancelled",
+                             *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                             *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                             *       "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
+                             *       "accountDeletionFinalizedAt": null,
+                             *       "createdAt": "2026-11-20T14:01:45.000Z",
+                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                             *     }
+                             */
                             data: {
                                 /** Format: uuid */
                                 _id: string;

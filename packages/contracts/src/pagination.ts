@@ -24,9 +24,12 @@ export const PaginationMeta = Type.Object(
 );
 export type PaginationMeta = Static<typeof PaginationMeta>;
 
-/** Schema of PaginatedResponseDto<T>: `{ list, pagination }`. */
-export const Paginated = <T extends TSchema>(item: T) =>
-  Type.Object({ list: Type.Array(item), pagination: PaginationMeta }, { additionalProperties: false });
+/** Schema of PaginatedResponseDto<T>: `{ list, pagination }`; `options` adds e.g. `examples`. */
+export const Paginated = <T extends TSchema>(item: T, options: { examples?: unknown[] } = {}) =>
+  Type.Object(
+    { list: Type.Array(item), pagination: PaginationMeta },
+    { additionalProperties: false, ...options },
+  );
 
 export type Paginated<T> = { list: T[]; pagination: PaginationMeta };
 

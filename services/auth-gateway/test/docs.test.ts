@@ -1,10 +1,14 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, body, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
 let document: Record<string, any>;
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
+type Json = Record<string, any>;
 beforeAll(async () => {
   gateway = await startGateway();
   const response = await gateway.app.inject({ url: '/docs/json' });
@@ -95,6 +99,46 @@ describe('GET /docs/json', () => {
       document.paths['/api/v1/users/me/security-events'].get.responses['200'].content['application/json']
         .schema.properties.data.properties.list.items.properties.type;
     expect(events.enum).toEqual(expect.arrayContaining(['sign_in', 'refresh_reuse', 'deletion_requested']));
+  });
+});
+
+describe('examples', () => {
+  /** The examples of a request body or response in the document, wherever @fastify/swagger put them. */
+  // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
+  function examplesOf(media: any): unknown[] {
+    if (media === undefined) return [];
+    if ('example' in media) return [media.example];
+    if (media.examples)
+      return Object.values(media.examples).map((example) => (example as { value: unknown }).value);
+    return media.schema?.examples ?? [];
+  }
+
+  it('shows every request body and every success answer with an example that its own schema accepts', () => {
+    const ajv = addFormats.default(new Ajv2020({ strict: false }));
+    const problems: string[] = [];
+    for (const [path, operations] of Object.entries<Record<string, Json>>(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const media: Array<[string, Json | undefined]> = [
+          ['request', operation.requestBody?.content['application/json']],
+          ...Object.entries<Json>(operation.responses)
+            .filter(([status]) => status.startsWith('2'))
+            .map(([status, response]): [string, Json | undefined] => [
+              status,
+              response.content?.['application/json'],
+            ]),
+        ];
+        for (const [what, content] of media) {
+          if (what === 'request' && content === undefined) continue;
+          const examples = examplesOf(content);
+          if (examples.length === 0) problems.push(`${method} ${path} ${what}: no example`);
+          const validate = ajv.compile(content?.schema ?? {});
+          for (const example of examples)
+            if (!validate(example))
+              problems.push(`${method} ${path} ${what}: ${ajv.errorsText(validate.errors)}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });
 

@@ -17,6 +17,18 @@ declare module 'fastify' {
  * body, a body too large or not JSON, the general rate limit, a bug) are added to every schema too.
  * Errors are enveloped by the error handler.
  */
+/** The data's schema in the envelope, and its examples as whole answers. */
+function enveloped(data: TSchema, statusCode: number): TSchema {
+  const schema = SuccessEnvelope(data);
+  const examples = (data as { examples?: unknown[] }).examples;
+  if (!examples) return schema;
+  return {
+    ...schema,
+    examples: examples.map((example) => success(example, EXAMPLE_TIME, statusCode)),
+  };
+}
+const EXAMPLE_TIME = new Date('2026-11-23T10:00:00.000Z');
+
 export default fp<{ clock: Clock }>(
   async function envelope(app, { clock }) {
     app.addHook('onRoute', (route) => {
@@ -24,7 +36,9 @@ export default fp<{ clock: Clock }>(
       if (!response) return;
       const wrapped = Object.entries(response).map(([status, schema]) => [
         status,
-        status.startsWith('2') && route.config?.envelope !== false ? SuccessEnvelope(schema) : schema,
+        status.startsWith('2') && route.config?.envelope !== false
+          ? enveloped(schema, Number(status))
+          : schema,
       ]);
       const common = errorResponses(400, 413, 415, 429, 500);
       // A new schema object: the module's own is shared by every app built in the process.

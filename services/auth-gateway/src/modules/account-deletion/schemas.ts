@@ -1,5 +1,6 @@
 import { errorResponses } from '@tessera/contracts';
-import { User } from '../users/user.ts';
+import { Type } from 'typebox';
+import { USER_EXAMPLE, User } from '../users/user.ts';
 
 const bearer = [{ bearerAuth: [] }];
 const tags = ['users'];
@@ -12,7 +13,20 @@ export const requestDeletionSchema = {
     'cancelled. Then every session ends and the personal data is erased. 409: already scheduled.',
   tags,
   security: bearer,
-  response: { 200: User, ...errorResponses(401, 409, 503) },
+  response: {
+    200: Type.Object(User.properties, {
+      additionalProperties: false,
+      examples: [
+        {
+          ...USER_EXAMPLE,
+          accountDeletionStatus: 'scheduled',
+          accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
+          accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
+        },
+      ],
+    }),
+    ...errorResponses(401, 409, 503),
+  },
 };
 
 export const cancelDeletionSchema = {
@@ -21,5 +35,19 @@ export const cancelDeletionSchema = {
     'The account stays; an email confirms it. 409: no deletion is scheduled, or it is already due.',
   tags,
   security: bearer,
-  response: { 200: User, ...errorResponses(401, 409, 503) },
+  response: {
+    200: Type.Object(User.properties, {
+      additionalProperties: false,
+      examples: [
+        {
+          ...USER_EXAMPLE,
+          accountDeletionStatus: 'cancelled',
+          accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
+          accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
+          accountDeletionCancelledAt: '2026-11-24T08:30:00.000Z',
+        },
+      ],
+    }),
+    ...errorResponses(401, 409, 503),
+  },
 };

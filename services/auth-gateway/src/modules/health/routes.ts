@@ -12,7 +12,12 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
 
   app.get(
     '/health/live',
-    { config, schema: { response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    {
+      config,
+      schema: {
+        response: { 200: Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] }) },
+      },
+    },
     async () => ({ status: 'ok' as const }),
   );
 
@@ -22,7 +27,10 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
       config,
       schema: {
         response: {
-          200: Type.Object({ postgres: Type.Literal('up'), redis: Type.Literal('up') }),
+          200: Type.Object(
+            { postgres: Type.Literal('up'), redis: Type.Literal('up') },
+            { examples: [{ postgres: 'up', redis: 'up' }] },
+          ),
           ...errorResponses(503),
         },
       },

@@ -19,7 +19,33 @@ export const listSecurityEventsSchema = {
   tags: ['users'],
   security: [{ bearerAuth: [] }],
   querystring: PaginationQuery,
-  response: { 200: Paginated(SecurityEvent), ...errorResponses(400, 401, 503) },
+  response: {
+    200: Paginated(SecurityEvent, {
+      examples: [
+        {
+          list: [
+            {
+              _id: '7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e',
+              type: 'sign_in',
+              createdAt: '2026-11-23T09:58:12.000Z',
+              ipAddress: '203.0.113.7',
+              userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15',
+              sessionId: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c',
+            },
+          ],
+          pagination: {
+            currentPage: 1,
+            totalPages: 4,
+            totalItems: 31,
+            itemsPerPage: 10,
+            hasNextPage: true,
+            hasPrevPage: false,
+          },
+        },
+      ],
+    }),
+    ...errorResponses(400, 401, 503),
+  },
 };
 
 export function toSecurityEvent(

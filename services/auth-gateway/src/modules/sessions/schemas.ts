@@ -1,14 +1,20 @@
 import { errorResponses as Errors, Paginated, PaginationQuery } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
-import { TokenPair } from '../tokens/schemas.ts';
+import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
 import type { EndedSession } from './end.ts';
 import type { SessionRow } from './sessions.repository.ts';
 
-const RefreshTokenBody = Type.Object({ refreshToken: Type.String({ minLength: 1, maxLength: 512 }) });
+const RefreshTokenBody = Type.Object(
+  { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
+  { examples: [{ refreshToken: TOKEN_PAIR_EXAMPLE.refreshToken }] },
+);
 const Nullable = Type.Union([Type.String(), Type.Null()]);
 const bearer = [{ bearerAuth: [] }];
 
-const Revoked = Type.Object({ _id: Type.String(), revokedAt: Type.String({ format: 'date-time' }) });
+const Revoked = Type.Object(
+  { _id: Type.String(), revokedAt: Type.String({ format: 'date-time' }) },
+  { examples: [{ _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c', revokedAt: '2026-11-23T10:15:00.000Z' }] },
+);
 
 const Session = Type.Object({
   _id: Type.String(),
@@ -36,14 +42,53 @@ export const revokeTokenSchema = {
 export const logoutSchema = {
   summary: 'End every session of the user',
   security: bearer,
-  response: { 200: Type.Object({ revokedSessions: Type.Integer() }), ...Errors(401, 503) },
+  response: {
+    200: Type.Object({ revokedSessions: Type.Integer() }, { examples: [{ revokedSessions: 3 }] }),
+    ...Errors(401, 503),
+  },
 };
 
 export const listSessionsSchema = {
   summary: "The user's active sessions, newest first",
   security: bearer,
   querystring: PaginationQuery,
-  response: { 200: Paginated(Session), ...Errors(400, 401, 503) },
+  response: {
+    200: Paginated(Session, {
+      examples: [
+        {
+          list: [
+            {
+              _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c',
+              createdAt: '2026-11-23T09:58:12.000Z',
+              lastUsedAt: '2026-11-23T10:13:40.000Z',
+              expiresAt: '2026-12-23T10:13:40.000Z',
+              ipAddress: '203.0.113.7',
+              userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15',
+              current: true,
+            },
+            {
+              _id: '4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d',
+              createdAt: '2026-11-20T14:01:45.000Z',
+              lastUsedAt: '2026-11-22T19:30:02.000Z',
+              expiresAt: '2026-12-22T19:30:02.000Z',
+              ipAddress: '198.51.100.24',
+              userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36',
+              current: false,
+            },
+          ],
+          pagination: {
+            currentPage: 1,
+            totalPages: 1,
+            totalItems: 2,
+            itemsPerPage: 10,
+            hasNextPage: false,
+            hasPrevPage: false,
+          },
+        },
+      ],
+    }),
+    ...Errors(400, 401, 503),
+  },
 };
 
 export const endSessionSchema = {

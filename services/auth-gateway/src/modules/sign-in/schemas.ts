@@ -1,7 +1,7 @@
 import { errorResponses } from '@tessera/contracts';
 import { Type } from 'typebox';
-import { TokenPair } from '../tokens/schemas.ts';
-import { User } from '../users/user.ts';
+import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
+import { USER_EXAMPLE, User } from '../users/user.ts';
 
 // Checked after trimming and lower-casing (see the route's preValidation hook).
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'Trimmed and lower-cased' });
@@ -14,12 +14,15 @@ export const sendOtpEmailSchema = {
   tags,
   body: Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
   response: {
-    200: Type.Object({
-      email: Type.String({ description: 'The normalized address' }),
-      expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
-      resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
-      code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
-    }),
+    200: Type.Object(
+      {
+        email: Type.String({ description: 'The normalized address' }),
+        expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
+        resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
+        code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
+      },
+      { examples: [{ email: 'alice@example.com', expiresIn: 300, resendIn: 60 }] },
+    ),
     ...errorResponses(400, 429, 503),
   },
 };
@@ -42,13 +45,16 @@ export const verifyOtpEmailSchema = {
     { examples: [{ email: 'alice@example.com', code: '0421' }] },
   ),
   response: {
-    200: Type.Object({
-      ...TokenPair.properties,
-      user: User,
-      isRegistrationComplete: Type.Boolean({
-        description: 'Whether the client must show the registration/consent flow now',
-      }),
-    }),
+    200: Type.Object(
+      {
+        ...TokenPair.properties,
+        user: User,
+        isRegistrationComplete: Type.Boolean({
+          description: 'Whether the client must show the registration/consent flow now',
+        }),
+      },
+      { examples: [{ ...TOKEN_PAIR_EXAMPLE, user: USER_EXAMPLE, isRegistrationComplete: true }] },
+    ),
     ...errorResponses(400, 404, 409, 429, 503),
   },
 };

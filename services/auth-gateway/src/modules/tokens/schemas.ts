@@ -1,12 +1,21 @@
 import { type Static, Type } from 'typebox';
 
 /** What sign-in and refresh hand a client: the access token and the next refresh token. */
-export const TokenPair = Type.Object({
+export const TOKEN_PAIR_EXAMPLE = {
+  accessToken:
+    'eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl',
+  refreshToken: 'Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts',
+  expiresIn: 900,
+  refreshExpiresIn: 2_592_000,
+};
+
+const tokenPairProperties = {
   accessToken: Type.String({ description: 'JWT to send as `Authorization: Bearer <accessToken>`' }),
   refreshToken: Type.String({ description: 'Opaque; exchanged for a new pair once, at the refresh route' }),
   expiresIn: Type.Integer({ description: 'Seconds until the access token expires' }),
   refreshExpiresIn: Type.Integer({ description: 'Seconds until the refresh token expires' }),
-});
+};
+export const TokenPair = Type.Object(tokenPairProperties, { examples: [TOKEN_PAIR_EXAMPLE] });
 export type TokenPair = Static<typeof TokenPair>;
 
 const Jwk = Type.Object({
@@ -21,5 +30,25 @@ const Jwk = Type.Object({
 
 export const jwksSchema = {
   summary: 'The public keys that verify access tokens (a standard JWK Set, not enveloped)',
-  response: { 200: Type.Object({ keys: Type.Array(Jwk) }) },
+  response: {
+    200: Type.Object(
+      { keys: Type.Array(Jwk) },
+      {
+        examples: [
+          {
+            keys: [
+              {
+                kty: 'OKP',
+                crv: 'Ed25519',
+                x: 'm4L2o6cJ7sFfE0Qb2cQ9nX1uYtR3wVzK8pHdA5gLsIo',
+                kid: '6twS_bE',
+                alg: 'EdDSA',
+                use: 'sig',
+              },
+            ],
+          },
+        ],
+      },
+    ),
+  },
 };

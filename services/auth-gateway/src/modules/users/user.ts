@@ -57,6 +57,59 @@ export const User = Type.Object(
 );
 export type User = Static<typeof User>;
 
+/** A registered user as the API shows them: the example of every answer that carries a User. */
+export const USER_EXAMPLE: User = {
+  _id: '0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b',
+  name: 'Ayşe',
+  surname: 'Yılmaz',
+  username: 'ayse.yilmaz',
+  countryCode: '90',
+  phoneNumber: '5321234567',
+  signupSource: 'ios',
+  signupCampaign: null,
+  profilePhoto: 'https://cdn.example.com/users/ayse.jpg',
+  availabilityStatus: 'available',
+  birthDate: '1994-05-17T00:00:00.000Z',
+  gender: 'female',
+  interests: ['photography', 'hiking'],
+  expertise: 'Landscape photography',
+  email: 'ayse@example.com',
+  bio: 'Photographer in Istanbul.',
+  instagram: 'ayse.shoots',
+  x: 'ayseyilmaz',
+  tiktok: null,
+  snapchat: null,
+  facebook: null,
+  privacyPolicyAccepted: true,
+  privacyPolicyVersion: '1.0.0',
+  termsOfUseAccepted: true,
+  termsOfUseVersion: '1.0.0',
+  consentFormAccepted: false,
+  consentFormVersion: null,
+  isRegistrationComplete: true,
+  roles: ['user'],
+  followersCount: 0,
+  followingCount: 0,
+  minutePriceInLiveStream: 0,
+  creditBalance: 0,
+  lastLogin: '2026-11-23T09:58:12.000Z',
+  timezone: 'Europe/Istanbul',
+  lastUsernameChangeDate: '2026-11-20T14:03:00.000Z',
+  accountDeletionStatus: null,
+  accountDeletionRequestedAt: null,
+  accountDeletionScheduledFor: null,
+  accountDeletionCancelledAt: null,
+  accountDeletionFinalizedAt: null,
+  createdAt: '2026-11-20T14:01:45.000Z',
+  updatedAt: '2026-11-23T09:58:12.000Z',
+};
+
+/** `User` with its example, for the answers that are a User. */
+export const UserAnswer = Type.Object(User.properties, {
+  additionalProperties: false,
+  examples: [USER_EXAMPLE],
+});
+
 export type UserRow = Selectable<UsersTable>;
 
 const iso = (value: Date | null) => (value === null ? null : value.toISOString());
