@@ -67,6 +67,8 @@ beforeAll(async () => {
   };
   const gateway = startService('gateway', {
     ...shared,
+    // The arrival of each request too (the SIGTERM test waits for it); production runs at info.
+    LOG_LEVEL: 'debug',
     PORT: String(port),
     HOST: '127.0.0.1',
     OPS_PORT: String(opsPort),

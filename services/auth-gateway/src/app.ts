@@ -29,6 +29,7 @@ import mailQueue from './plugins/mail-queue.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
+import requestLog from './plugins/request-log.ts';
 import responseCheck from './plugins/response-check.ts';
 import { validatorCompiler } from './plugins/validation.ts';
 import { createServices } from './services.ts';
@@ -54,6 +55,8 @@ export async function buildApp(
   const errors = { appEnv: config.env, clock };
   const app = Fastify({
     logger: loggerOptions(config, logStream),
+    // plugins/request-log writes one line per request instead of Fastify's two.
+    disableRequestLogging: true,
     trustProxy: config.http.trustProxy,
     bodyLimit: 16 * 1024,
     frameworkErrors: frameworkErrors(errors),
@@ -78,6 +81,7 @@ export async function buildApp(
   await app.register(errorHandler, errors);
   await app.register(draining);
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });
+  await app.register(requestLog);
   await app.register(metrics);
   await app.register(envelope, { clock });
   if (checkResponses) await app.register(responseCheck);

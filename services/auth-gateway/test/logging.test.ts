@@ -69,4 +69,36 @@ describe('logs', () => {
       await redis.quit();
     }
   });
+
+  it('at info, one line per request: method, path without the query, status and time', async () => {
+    const infoLines: string[] = [];
+    const quiet = await startGateway(
+      { LOG_LEVEL: 'info' },
+      {
+        logStream: new Writable({
+          write(chunk, _encoding, done) {
+            infoLines.push(...chunk.toString().split('\n').filter(Boolean));
+            done();
+          },
+        }),
+      },
+    );
+    try {
+      const response = await quiet.app.inject({ url: '/api/v1/auth/sessions?secret=x' });
+      expect(response.statusCode).toBe(401);
+      const mine = infoLines
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.reqId === response.headers['x-request-id']);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]).toMatchObject({
+        level: 30,
+        msg: 'request completed',
+        req: { method: 'GET', url: '/api/v1/auth/sessions' },
+        res: { statusCode: 401 },
+      });
+      expect(mine[0].responseTime).toBeGreaterThanOrEqual(0);
+    } finally {
+      await quiet.close();
+    }
+  });
 });
