@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 export default fp(
   async function requestLog(app) {
     app.addHook('onRequest', async (request) => {
-      if (request.log.isLevelEnabled('debug')) request.log.debug({ req: request }, 'incoming request');
+      request.log.debug({ req: request }, 'incoming request');
     });
     app.addHook('onResponse', async (request, reply) => {
       request.log.info(
