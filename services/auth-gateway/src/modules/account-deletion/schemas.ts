@@ -1,6 +1,5 @@
 import { errorResponses } from '@tessera/contracts';
-import { Type } from 'typebox';
-import { USER_EXAMPLE, User } from '../users/user.ts';
+import { userAnswer } from '../users/user.ts';
 
 const bearer = [{ bearerAuth: [] }];
 const tags = ['users'];
@@ -14,16 +13,10 @@ export const requestDeletionSchema = {
   tags,
   security: bearer,
   response: {
-    200: Type.Object(User.properties, {
-      additionalProperties: false,
-      examples: [
-        {
-          ...USER_EXAMPLE,
-          accountDeletionStatus: 'scheduled',
-          accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
-          accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
-        },
-      ],
+    200: userAnswer({
+      accountDeletionStatus: 'scheduled',
+      accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
+      accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
     }),
     ...errorResponses(401, 409, 503),
   },
@@ -36,17 +29,11 @@ export const cancelDeletionSchema = {
   tags,
   security: bearer,
   response: {
-    200: Type.Object(User.properties, {
-      additionalProperties: false,
-      examples: [
-        {
-          ...USER_EXAMPLE,
-          accountDeletionStatus: 'cancelled',
-          accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
-          accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
-          accountDeletionCancelledAt: '2026-11-24T08:30:00.000Z',
-        },
-      ],
+    200: userAnswer({
+      accountDeletionStatus: 'cancelled',
+      accountDeletionRequestedAt: '2026-11-23T10:00:00.000Z',
+      accountDeletionScheduledFor: '2026-12-23T10:00:00.000Z',
+      accountDeletionCancelledAt: '2026-11-24T08:30:00.000Z',
     }),
     ...errorResponses(401, 409, 503),
   },

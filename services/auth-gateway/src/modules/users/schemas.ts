@@ -1,7 +1,7 @@
 import { errorResponses } from '@tessera/contracts';
 import { Type } from 'typebox';
 import { UserPatch } from './profile.ts';
-import { UserAnswer } from './user.ts';
+import { userAnswer } from './user.ts';
 
 const bearer = [{ bearerAuth: [] }];
 const tags = ['users'];
@@ -10,7 +10,7 @@ export const getMeSchema = {
   summary: "The caller's profile",
   tags,
   security: bearer,
-  response: { 200: UserAnswer, ...errorResponses(401, 503) },
+  response: { 200: userAnswer(), ...errorResponses(401, 503) },
 };
 
 export const patchMeSchema = {
@@ -21,7 +21,7 @@ export const patchMeSchema = {
   tags,
   security: bearer,
   body: UserPatch,
-  response: { 200: UserAnswer, ...errorResponses(400, 401, 409, 503) },
+  response: { 200: userAnswer(), ...errorResponses(400, 401, 409, 503) },
 };
 
 const Requirement = Type.Enum(['name', 'surname', 'username', 'privacyPolicy', 'termsOfUse']);

@@ -104,11 +104,9 @@ export const USER_EXAMPLE: User = {
   updatedAt: '2026-11-23T09:58:12.000Z',
 };
 
-/** `User` with its example, for the answers that are a User. */
-export const UserAnswer = Type.Object(User.properties, {
-  additionalProperties: false,
-  examples: [USER_EXAMPLE],
-});
+/** `User` for the answers that are a User, with the example (changed by `changes`) shown for them. */
+export const userAnswer = (changes: Partial<User> = {}) =>
+  Type.Object(User.properties, { additionalProperties: false, examples: [{ ...USER_EXAMPLE, ...changes }] });
 
 export type UserRow = Selectable<UsersTable>;
 
