@@ -23,6 +23,30 @@ function FieldError({ id, error }: Pick<FieldProps, 'id' | 'error'>) {
   ) : null;
 }
 
+/** The label, the hint above the control and the error below it: the frame of every field but a check box. */
+function Field({ id, label, hint, error, children }: FieldProps & { children: ComponentChildren }) {
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {hint && (
+        <p id={`${id}-hint`} class="hint">
+          {hint}
+        </p>
+      )}
+      {children}
+      <FieldError id={id} error={error} />
+    </div>
+  );
+}
+
+/** What every control says about its field: its name, whether it is invalid, and what describes it. */
+const controlOf = (props: FieldProps) => ({
+  id: props.id,
+  name: props.id,
+  'aria-invalid': props.error ? ('true' as const) : undefined,
+  'aria-describedby': describedBy(props),
+});
+
 type InputProps = FieldProps & {
   value: string;
   onInput: (value: string) => void;
@@ -34,57 +58,36 @@ type InputProps = FieldProps & {
 };
 
 export function TextField(props: InputProps) {
-  const { id, label, hint, error, value, onInput, type = 'text', ...rest } = props;
+  const { value, onInput, type = 'text' } = props;
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      {hint && (
-        <p id={`${id}-hint`} class="hint">
-          {hint}
-        </p>
-      )}
+    <Field {...props}>
       <input
-        id={id}
-        name={id}
+        {...controlOf(props)}
         // Preact's types tell input types apart by a literal; both of these are text boxes.
         type={type as 'text'}
         value={value}
         onInput={(event) => onInput(event.currentTarget.value)}
-        aria-invalid={error ? 'true' : undefined}
-        aria-describedby={describedBy(props)}
-        autoComplete={rest.autoComplete}
-        inputMode={rest.inputMode}
-        maxLength={rest.maxLength}
-        spellcheck={rest.spellcheck}
+        autoComplete={props.autoComplete}
+        inputMode={props.inputMode}
+        maxLength={props.maxLength}
+        spellcheck={props.spellcheck}
       />
-      <FieldError id={id} error={error} />
-    </div>
+    </Field>
   );
 }
 
 export function TextAreaField(
   props: FieldProps & { value: string; onInput: (value: string) => void; maxLength?: number },
 ) {
-  const { id, label, error, value, onInput, maxLength } = props;
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      {props.hint && (
-        <p id={`${id}-hint`} class="hint">
-          {props.hint}
-        </p>
-      )}
+    <Field {...props}>
       <textarea
-        id={id}
-        name={id}
-        value={value}
-        maxLength={maxLength}
-        onInput={(event) => onInput(event.currentTarget.value)}
-        aria-invalid={error ? 'true' : undefined}
-        aria-describedby={describedBy(props)}
+        {...controlOf(props)}
+        value={props.value}
+        maxLength={props.maxLength}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
       />
-      <FieldError id={id} error={error} />
-    </div>
+    </Field>
   );
 }
 
@@ -95,31 +98,20 @@ export function SelectField(
     options: readonly { value: string; label: string }[];
   },
 ) {
-  const { id, label, error, value, onChange, options } = props;
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      {props.hint && (
-        <p id={`${id}-hint`} class="hint">
-          {props.hint}
-        </p>
-      )}
+    <Field {...props}>
       <select
-        id={id}
-        name={id}
-        value={value}
-        onChange={(event) => onChange(event.currentTarget.value)}
-        aria-invalid={error ? 'true' : undefined}
-        aria-describedby={describedBy(props)}
+        {...controlOf(props)}
+        value={props.value}
+        onChange={(event) => props.onChange(event.currentTarget.value)}
       >
-        {options.map((option) => (
+        {props.options.map((option) => (
           <option key={option.value} value={option.value}>
             {option.label}
           </option>
         ))}
       </select>
-      <FieldError id={id} error={error} />
-    </div>
+    </Field>
   );
 }
 
@@ -129,13 +121,10 @@ export function CheckField(props: FieldProps & { checked: boolean; onChange: (ch
     <div>
       <div class="check">
         <input
-          id={id}
-          name={id}
+          {...controlOf(props)}
           type="checkbox"
           checked={checked}
           onChange={(event) => onChange(event.currentTarget.checked)}
-          aria-invalid={error ? 'true' : undefined}
-          aria-describedby={describedBy(props)}
         />
         <label for={id}>{label}</label>
       </div>
