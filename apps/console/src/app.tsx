@@ -1,20 +1,11 @@
 import type { Registration, User } from '@tessera/client';
-import { createContext } from 'preact';
-import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AccountView } from './account/account-view.tsx';
+import { type ConsoleContext, Context, SIGNED_OUT } from './console-context.ts';
 import { failureText, isFailure } from './failure-text.ts';
 import { RegistrationView } from './registration/registration-view.tsx';
 import { SignInView } from './sign-in/sign-in-view.tsx';
 import type { Tessera } from './tessera.ts';
-
-/** Why the sign-in form is shown again, in the words the page uses. */
-export const SIGNED_OUT = {
-  ended:
-    'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
-  here: 'You signed out of this device.',
-  everywhere: 'You signed out on every device.',
-  deleted: 'This account no longer exists.',
-} as const;
 
 type Screen =
   | { name: 'loading' }
@@ -22,29 +13,6 @@ type Screen =
   | { name: 'registration'; registration: Registration; user: User }
   | { name: 'account'; user: User }
   | { name: 'failed'; message: string };
-
-export interface ConsoleContext {
-  tessera: Tessera;
-  /**
-   * Every failure of a signed-in call goes through here first: a 401 means the session ended
-   * elsewhere, so the page returns to the sign-in form with the explanation (true: handled).
-   */
-  sessionEnded(error: unknown): boolean;
-  /** After the person chose to sign out (here or everywhere). */
-  signedOut(reason: keyof typeof SIGNED_OUT): void;
-  /** After a sign-in or a completed registration: shows the registration or the account. */
-  enter(): void;
-  /** Set while this page signs out on purpose, so that the sign-out is not told as "ended elsewhere". */
-  leaving: { current: boolean };
-}
-
-const Context = createContext<ConsoleContext | null>(null);
-
-export function useConsole(): ConsoleContext {
-  const context = useContext(Context);
-  if (!context) throw new Error('useConsole outside <App>');
-  return context;
-}
 
 /** Subscribes to the client's session changes (this tab's and other tabs'). */
 export type SessionChanges = (listener: (signedIn: boolean) => void) => void;

@@ -1,6 +1,6 @@
 import type { User } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { DeleteAccountSection, DeletionScheduled } from './deletion.tsx';
 import { ProfileSection } from './profile-section.tsx';
 import { SecurityActivity } from './security-activity.tsx';

@@ -1,6 +1,6 @@
 import type { User } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { failureText } from '../failure-text.ts';
 import { formatDate, formatDateTime } from '../format.ts';
 

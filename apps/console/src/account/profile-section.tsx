@@ -1,6 +1,6 @@
 import type { User, UserPatch } from '@tessera/client';
 import { useMemo, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { SelectField, TextAreaField, TextField } from '../fields.tsx';
 import {

@@ -1,6 +1,6 @@
 import type { SecurityEvent } from '@tessera/client';
 import { useEffect, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText } from '../failure-text.ts';
 import { formatDateTime } from '../format.ts';

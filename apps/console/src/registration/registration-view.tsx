@@ -1,6 +1,6 @@
 import type { Registration, User, UserPatch } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { CheckField, TextField } from '../fields.tsx';
 

@@ -1,6 +1,6 @@
 import type { SendCodeResult } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { useConsole } from '../app.tsx';
+import { useConsole } from '../console-context.ts';
 import { TextField } from '../fields.tsx';
 import { formatWait } from '../format.ts';
 import { sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
