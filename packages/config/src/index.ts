@@ -49,11 +49,22 @@ const redisUrl = variable(
     description: 'Redis: codes, active sessions, limits and the queue.',
   }),
 );
+const redisClusterNodes = variable(
+  'REDIS_CLUSTER_NODES',
+  Type.String({
+    default: '',
+    pattern: '^([^,\\s]+:\\d+(,[^,\\s]+:\\d+)*)?$',
+    description:
+      'Comma-separated `host:port` seeds of a Redis Cluster. Set, both services use the cluster and `REDIS_URL` gives only its credentials and TLS (`rediss:`).',
+  }),
+);
+// On a cluster, BullMQ needs every key of a queue in one slot: the prefix must be a hash tag.
 const bullmqPrefix = variable(
   'BULLMQ_PREFIX',
   Type.String({
-    default: 'bull',
-    description: 'BullMQ key prefix of the `email` queue; gateway and mailer must agree.',
+    default: '{tessera}',
+    description:
+      'BullMQ key prefix of the `email` queue, a hash tag for Redis Cluster; gateway and mailer must agree. Changing it orphans queued jobs.',
   }),
 );
 
@@ -69,7 +80,7 @@ const shutdownTimeout = variable(
 );
 
 /** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
-export const shared = { appEnv, logLevel, redisUrl, bullmqPrefix, shutdownTimeout };
+export const shared = { appEnv, logLevel, redisUrl, redisClusterNodes, bullmqPrefix, shutdownTimeout };
 
 export type AppEnv = Static<typeof appEnv>;
 

@@ -1,5 +1,5 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
-import { type Command, Redis, type RedisOptions, ReplyError } from 'ioredis';
+import { Cluster, type Command, Redis, type RedisOptions, ReplyError } from 'ioredis';
 
 // Server replies that mean "not now" rather than "wrong", by their error code (the reply's first word).
 const TRANSIENT_REPLIES = new Set([
@@ -21,16 +21,49 @@ function classify(error: Error): Error {
   return new DependencyUnavailableError('redis', { cause: error });
 }
 
+// A command can pass through sendCommand more than once (offline queue, cluster redirects).
+const classified = new WeakSet<Command>();
+
+function classifyRejection(command: Command): void {
+  if (classified.has(command)) return;
+  classified.add(command);
+  const reject = command.reject;
+  command.reject = (error) => reject(classify(error));
+}
+
 /** A client whose commands reject with DependencyUnavailableError on an outage. */
 class ClassifyingRedis extends Redis {
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    const reject = command.reject;
-    command.reject = (error) => reject(classify(error));
+    classifyRejection(command);
     return super.sendCommand(command, stream);
   }
 }
 
-export type RedisRole = 'commands' | 'producer' | 'worker';
+/** The same for a Redis Cluster; its own redirects (MOVED, ASK) still see the server's replies first. */
+class ClassifyingCluster extends Cluster {
+  override sendCommand(
+    command: Command,
+    stream?: Parameters<Cluster['sendCommand']>[1],
+    node?: unknown,
+  ): unknown {
+    classifyRejection(command);
+    return super.sendCommand(command, stream, node);
+  }
+}
+
+/** A client of one Redis server or of a Redis Cluster: the same commands, routed by key on a cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Where Redis is: the server at `url`, or, when `clusterNodes` (comma-separated `host:port` seeds)
+ * is not empty, a Redis Cluster whose nodes take the credentials and TLS (`rediss:`) of `url`.
+ */
+export interface RedisTarget {
+  url: string;
+  clusterNodes: string;
+}
+
+export type RedisRole = 'commands' | 'producer' | 'worker' | 'operator';
 
 const ROLES: Record<RedisRole, RedisOptions> = {
   // Requests must not hang on Redis: a command fails at once while it is away.
@@ -39,25 +72,56 @@ const ROLES: Record<RedisRole, RedisOptions> = {
   producer: { lazyConnect: true, enableOfflineQueue: false, connectTimeout: 3000 },
   // Workers block on Redis and must retry forever (BullMQ's production guide).
   worker: { maxRetriesPerRequest: null },
+  // An operator's command: one try, no reconnecting; an answer, not a hang.
+  operator: { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1, retryStrategy: () => null },
 };
 
+/** The options of a role said the Cluster's way: what concerns the whole client at the top, the rest per node. */
+function clusterOptions(url: string, options: RedisOptions) {
+  const { lazyConnect, enableOfflineQueue, keyPrefix, retryStrategy, ...node } = options;
+  const { username, password, protocol } = new URL(url);
+  return {
+    lazyConnect,
+    enableOfflineQueue,
+    keyPrefix,
+    ...(retryStrategy !== undefined && { clusterRetryStrategy: retryStrategy }),
+    redisOptions: {
+      ...(username && { username: decodeURIComponent(username) }),
+      ...(password && { password: decodeURIComponent(password) }),
+      ...(protocol === 'rediss:' && { tls: {} }),
+      ...node,
+      replyMapping: 'legacy' as const,
+    },
+  };
+}
+
+const seeds = (clusterNodes: string) =>
+  clusterNodes.split(',').map((seed) => {
+    const colon = seed.lastIndexOf(':');
+    return { host: seed.slice(0, colon), port: Number(seed.slice(colon + 1)) };
+  });
+
 /**
- * A Redis client for one role, reporting connection errors to `onError`. `commands` and `producer`
- * clients connect when told to (`await client.connect()`), so a start-up failure is the caller's to see.
+ * A Redis client for one role, reporting connection errors to `onError`. `commands`, `producer` and
+ * `operator` clients connect when told to (`await client.connect()`), so a start-up failure is the
+ * caller's to see.
  */
 export function createRedis(
-  url: string,
+  { url, clusterNodes }: RedisTarget,
   role: RedisRole,
   onError: (error: Error) => void,
   options: RedisOptions = {},
-): Redis {
-  const client = new ClassifyingRedis(url, { ...ROLES[role], ...options, replyMapping: 'legacy' });
+): RedisClient {
+  const roleOptions = { ...ROLES[role], ...options };
+  const client = clusterNodes
+    ? new ClassifyingCluster(seeds(clusterNodes), clusterOptions(url, roleOptions))
+    : new ClassifyingRedis(url, { ...roleOptions, replyMapping: 'legacy' });
   client.on('error', onError);
   return client;
 }
 
 /** Quits a connected client (pending replies arrive first), drops one that is not. */
-export async function closeRedis(client: Redis): Promise<void> {
+export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'ready') await client.quit();
   else client.disconnect();
 }
@@ -65,14 +129,10 @@ export async function closeRedis(client: Redis): Promise<void> {
 // What a Redis that holds the queue must be set to, so a restart or a full memory loses no job.
 const DURABLE = { appendonly: 'yes', appendfsync: 'everysec', 'maxmemory-policy': 'noeviction' } as const;
 
-/**
- * The settings of this Redis that would lose queued jobs (each as `name=value, want …`); empty when
- * it is durable, or when CONFIG is disabled (a managed Redis) and nothing can be told.
- */
-export async function durabilityProblems(client: Redis): Promise<string[]> {
+async function serverProblems(server: Redis): Promise<string[]> {
   const problems: string[] = [];
   for (const [name, wanted] of Object.entries(DURABLE)) {
-    const reply = (await client.config('GET', name).catch(() => [])) as string[];
+    const reply = (await server.config('GET', name).catch(() => [])) as string[];
     const value = reply[1];
     if (value === undefined) return [];
     // `always` is more durable than `everysec`, not a problem.
@@ -80,4 +140,20 @@ export async function durabilityProblems(client: Redis): Promise<string[]> {
       problems.push(`${name}=${value}, want ${wanted}`);
   }
   return problems;
+}
+
+/**
+ * The settings of this Redis that would lose queued jobs (each as `name=value, want …`, prefixed
+ * with `host:port` on a cluster, where every master is asked); empty when it is durable, or when
+ * CONFIG is disabled (a managed Redis) and nothing can be told.
+ */
+export async function durabilityProblems(client: RedisClient): Promise<string[]> {
+  if (!(client instanceof Cluster)) return serverProblems(client);
+  const perMaster = await Promise.all(
+    client.nodes('master').map(async (master) => {
+      const where = `${master.options.host}:${master.options.port}`;
+      return (await serverProblems(master)).map((problem) => `${where} ${problem}`);
+    }),
+  );
+  return perMaster.flat();
 }

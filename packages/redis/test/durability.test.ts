@@ -36,7 +36,9 @@ async function redisServer(...args: string[]): Promise<string> {
   servers.push({ child, dir });
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
-    const client = createRedis(url, 'commands', () => {}, { retryStrategy: () => null });
+    const client = createRedis({ url, clusterNodes: '' }, 'commands', () => {}, {
+      retryStrategy: () => null,
+    });
     const up = await client.connect().then(
       () => true,
       () => false,
@@ -49,7 +51,7 @@ async function redisServer(...args: string[]): Promise<string> {
 }
 
 async function problemsOf(url: string): Promise<string[]> {
-  const client = createRedis(url, 'commands', () => {});
+  const client = createRedis({ url, clusterNodes: '' }, 'commands', () => {});
   await client.connect();
   try {
     return await durabilityProblems(client);

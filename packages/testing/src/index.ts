@@ -10,5 +10,6 @@ export {
   startService,
   waitUntil,
 } from './processes.ts';
+export { type RedisCluster, startRedisCluster } from './redis-cluster.ts';
 export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 export { type ReceivedMail, type SmtpSink, startSmtpSink } from './smtp-sink.ts';

@@ -92,7 +92,7 @@ export async function buildApp(
   // Clients
   await app.register(db, config.database);
   await app.register(redis, config.redis);
-  await app.register(mailQueue, { redisUrl: config.redis.url, prefix: config.mail.queuePrefix });
+  await app.register(mailQueue, { redis: config.redis, prefix: config.mail.queuePrefix });
 
   const services = createServices(config, {
     db: app.db,

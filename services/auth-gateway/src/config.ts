@@ -54,7 +54,16 @@ export const GatewayConfigSchema = Type.Object({
   }),
   redis: Type.Object({
     url: shared.redisUrl,
-    keyPrefix: Text('REDIS_KEY_PREFIX', 'tessera:', "Prefix of the gateway's Redis keys."),
+    clusterNodes: shared.redisClusterNodes,
+    keyPrefix: variable(
+      'REDIS_KEY_PREFIX',
+      Type.String({
+        pattern: '^[^{}]*$',
+        default: 'tessera:',
+        description:
+          "Prefix of the gateway's Redis keys. No braces: a hash tag there would put every key in one cluster slot.",
+      }),
+    ),
   }),
   mail: Type.Object({
     queuePrefix: shared.bullmqPrefix,

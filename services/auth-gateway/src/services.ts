@@ -1,6 +1,6 @@
+import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
@@ -23,7 +23,7 @@ import { createUsers } from './modules/users/users.service.ts';
 
 export interface Clients {
   db: Kysely<Database>;
-  redis: Redis;
+  redis: RedisClient;
   mailQueue: Queue;
   keys: { signingKey: SigningKey; verificationKeys: VerificationKey[] };
   clock: Clock;
@@ -61,7 +61,7 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
     refreshReuseGrace: config.sessions.refreshReuseGrace,
   });
   const signIn = createSignInService({
-    otp: createOtpStore(redis, clock, {
+    otp: createOtpStore(redis, {
       secret: config.otp.secret,
       ttlSeconds: config.otp.ttl,
       maxAttempts: config.otp.maxAttempts,

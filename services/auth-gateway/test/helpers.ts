@@ -1,5 +1,6 @@
 import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { Redis } from 'ioredis';
 import { type AppOptions, buildApp } from '../src/app.ts';
 import { type Clock, systemClock } from '../src/clock.ts';
 import { type GatewayConfig, loadConfig } from '../src/config.ts';
@@ -99,4 +100,31 @@ export function manualClock(start = new Date()): Clock & { advance(seconds: numb
       now += seconds * 1000;
     },
   };
+}
+
+// Moves one key back in time by ARGV[1] ms: its sorted-set scores (event times) and its time to live.
+const AGE_KEY = `
+local ms = tonumber(ARGV[1])
+if redis.call('TYPE', KEYS[1]).ok == 'zset' then
+  local entries = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 1, #entries, 2 do redis.call('ZADD', KEYS[1], tonumber(entries[i + 1]) - ms, entries[i]) end
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > ms then redis.call('PEXPIRE', KEYS[1], ttl - ms) elseif ttl > 0 then redis.call('DEL', KEYS[1]) end
+`;
+
+/**
+ * Lets `seconds` go by for the gateway's Redis data. The limits count by the Redis server's clock,
+ * which a test cannot move, so the data moves back instead: every event time and every time to live
+ * in the gateway's key prefix, as if that much time had passed (codes expire as they would).
+ */
+export async function ageRedis(gateway: TestGateway, seconds: number): Promise<void> {
+  const redis = new Redis(gateway.config.redis.url);
+  try {
+    for await (const keys of redis.scanStream({ match: `${gateway.config.redis.keyPrefix}*`, count: 500 })) {
+      for (const key of keys as string[]) await redis.eval(AGE_KEY, 1, key, seconds * 1000);
+    }
+  } finally {
+    await redis.quit();
+  }
 }

@@ -67,7 +67,7 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({
       env: 'development',
       worker: { concurrency: 10 },
-      queue: { prefix: 'bull' },
+      queue: { prefix: '{tessera}' },
     });
     expect(config.smtp.url).toBeUndefined();
     expect(config.smtp.outboxDir).toMatch(/tessera[/\\]outbox$/);

@@ -3,7 +3,11 @@ import path from 'node:path';
 import { readConfig, requireInProduction, shared, variable } from '@tessera/config';
 import { type Static, Type } from 'typebox';
 
-const queue = Type.Object({ redisUrl: shared.redisUrl, prefix: shared.bullmqPrefix });
+const queue = Type.Object({
+  redisUrl: shared.redisUrl,
+  clusterNodes: shared.redisClusterNodes,
+  prefix: shared.bullmqPrefix,
+});
 
 /** Every setting of the mailer: where it lives in the configuration and which variable sets it. */
 export const MailerConfigSchema = Type.Object({

@@ -1,14 +1,14 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '@tessera/config';
 import { EMAIL_QUEUE, type SendOtpJobData } from '@tessera/contracts';
+import { createRedis, type RedisClient } from '@tessera/redis';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { loadQueueConfig } from './config.ts';
 import { type QueueStatus, queueStatus, type RetryReport, retryFailed } from './queue-admin.ts';
 
 const USAGE = `usage: queue-cli.ts status [--json]
        queue-cli.ts retry-failed [--id <jobId>] [--json]
-Reads REDIS_URL and BULLMQ_PREFIX.`;
+Reads REDIS_URL, REDIS_CLUSTER_NODES and BULLMQ_PREFIX.`;
 
 /**
  * Operator commands on the email queue (package scripts `queue:status`, `queue:retry-failed`).
@@ -24,23 +24,17 @@ export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = proce
   }
   const { command, json, id } = args;
 
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   let queue: Queue<SendOtpJobData> | undefined;
   try {
     const config = loadQueueConfig(env);
-    // One try, no reconnecting: an operator wants an answer, not a hang.
-    redis = new Redis(config.redisUrl, {
-      lazyConnect: true,
-      connectTimeout: 5000,
-      maxRetriesPerRequest: 1,
-      retryStrategy: () => null,
-    });
     let cause: Error | undefined;
-    redis.on('error', (error: Error) => {
+    redis = createRedis({ url: config.redisUrl, clusterNodes: config.clusterNodes }, 'operator', (error) => {
       cause = error;
     });
     await redis.connect().catch((error: Error) => {
-      throw new Error(`cannot reach Redis at ${where(config.redisUrl)}: ${(cause ?? error).message}`);
+      const at = config.clusterNodes || where(config.redisUrl);
+      throw new Error(`cannot reach Redis at ${at}: ${(cause ?? error).message}`);
     });
     queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection: redis, prefix: config.prefix });
     queue.on('error', () => {}); // every failure also rejects the command that met it, reported below

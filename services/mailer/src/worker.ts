@@ -56,8 +56,9 @@ const isLastAttempt = (job: Job, error: unknown, attemptsCounted: number) =>
 
 /** The BullMQ worker of the `email` queue; run as many mailer processes as the queue needs. */
 export function createMailWorker({ config, transport, logger, now = () => new Date() }: MailWorkerOptions) {
+  const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
   // The worker itself reports connection errors ('error' below).
-  const connection = createRedis(config.queue.redisUrl, 'worker', () => {});
+  const connection = createRedis(redisTarget, 'worker', () => {});
 
   const worker = new Worker<EmailJobData, EmailResult>(
     EMAIL_QUEUE,
@@ -101,7 +102,7 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
 
   // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of
   // queueing commands as the worker's does.
-  const probe = createRedis(config.queue.redisUrl, 'producer', () => {}, { lazyConnect: false });
+  const probe = createRedis(redisTarget, 'producer', () => {}, { lazyConnect: false });
   const queue = new Queue(EMAIL_QUEUE, { connection: probe, prefix: config.queue.prefix });
   // The worker already reports Redis errors.
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));

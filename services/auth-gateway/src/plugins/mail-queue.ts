@@ -1,5 +1,5 @@
 import { EMAIL_QUEUE } from '@tessera/contracts';
-import { closeRedis, createRedis } from '@tessera/redis';
+import { closeRedis, createRedis, type RedisTarget } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
 import { Queue } from 'bullmq';
 import fp from 'fastify-plugin';
@@ -11,9 +11,9 @@ declare module 'fastify' {
 }
 
 /** The producer side of the `email` queue (BullMQ), on a connection of its own that fails fast. */
-export default fp<{ redisUrl: string; prefix: string }>(
-  async function mailQueuePlugin(app, { redisUrl, prefix }) {
-    const connection = createRedis(redisUrl, 'producer', (err) =>
+export default fp<{ redis: RedisTarget; prefix: string }>(
+  async function mailQueuePlugin(app, { redis, prefix }) {
+    const connection = createRedis(redis, 'producer', (err) =>
       app.log.warn({ err }, 'mail queue Redis connection error'),
     );
     await connection.connect();

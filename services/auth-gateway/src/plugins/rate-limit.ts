@@ -1,11 +1,11 @@
 import rateLimit from '@fastify/rate-limit';
+import type { RedisClient } from '@tessera/redis';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Redis } from 'ioredis';
 import { GatewayError } from '../errors.ts';
 
 export interface RateLimitOptions {
-  redis: Redis;
+  redis: RedisClient;
   max: number;
   windowSeconds: number;
   /** Called once per client and window when the client first goes over the limit. */

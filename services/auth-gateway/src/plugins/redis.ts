@@ -1,23 +1,29 @@
-import { closeRedis, createRedis, durabilityProblems } from '@tessera/redis';
+import {
+  closeRedis,
+  createRedis,
+  durabilityProblems,
+  type RedisClient,
+  type RedisTarget,
+} from '@tessera/redis';
 import fp from 'fastify-plugin';
-import type { Redis } from 'ioredis';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    redis: Redis;
+    redis: RedisClient;
   }
 }
 
 /**
- * Redis for codes, limits and active sessions. Commands fail fast while Redis is unreachable (no
- * offline queue) with DependencyUnavailableError, which the error handler answers with 503.
+ * Redis (one server, or a Redis Cluster when REDIS_CLUSTER_NODES names it) for codes, limits and
+ * active sessions. Commands fail fast while Redis is unreachable (no offline queue) with
+ * DependencyUnavailableError, which the error handler answers with 503.
  */
-export default fp<{ url: string; keyPrefix: string }>(
-  async function redisPlugin(app, { url, keyPrefix }) {
-    const redis = createRedis(url, 'commands', (err) => app.log.warn({ err }, 'Redis connection error'), {
+export default fp<RedisTarget & { keyPrefix: string }>(
+  async function redisPlugin(app, { keyPrefix, ...target }) {
+    const redis = createRedis(target, 'commands', (err) => app.log.warn({ err }, 'Redis connection error'), {
       keyPrefix,
     });
-    app.decorate('redis', redis);
+    app.decorate<RedisClient>('redis', redis);
     app.addHook('onClose', () => closeRedis(redis));
     await redis.connect();
     const problems = await durabilityProblems(redis);

@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis, Result } from 'ioredis';
-import type { Clock } from '../../clock.ts';
+import type { RedisClient } from '@tessera/redis';
+import type { Result } from 'ioredis';
 
 /**
- * Sliding-window logs in Redis: each limited thing is a sorted set of event times (ms, from the
- * gateway's clock), so "at most N in any rolling window" holds exactly, across every gateway process
- * sharing the Redis. Other scripts embed these functions to check and count in the same atomic step.
+ * Sliding-window logs in Redis: each limited thing is a sorted set of event times (ms, by the Redis
+ * server's clock, so gateways whose clocks disagree still count the same windows), so "at most N in
+ * any rolling window" holds exactly, across every gateway process sharing the Redis. Other scripts
+ * embed these functions to check and count in the same atomic step.
  */
 export const SLIDING_WINDOW_LUA = `
+local function now_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
 -- Milliseconds until the log at key holds fewer than limit events of the last window ms (0: now).
 local function wait_ms(key, now, window, limit)
   if window <= 0 then return 0 end
@@ -23,29 +29,38 @@ local function record(key, now, window, member)
   redis.call('PEXPIRE', key, window)
 end
 
--- Whether this is the first refusal of the key within its wait: the event is recorded once, not per request.
-local function first_refusal(key, wait)
-  return redis.call('SET', key .. ':refused', '1', 'NX', 'PX', wait) and 1 or 0
+-- Whether this is the first refusal of a window within its wait: the event is recorded once, not per request.
+local function first_refusal(refused_key, wait)
+  return redis.call('SET', refused_key, '1', 'NX', 'PX', wait) and 1 or 0
 end
 `;
 
-// Checks every window; counts the event in all of them only when none is full. A refusal names the
-// window that frees up last, so its wait is the true time until the event would be allowed.
+/** The key that marks a window's refusal as already told (see `first_refusal`); it shares the log's hash tag. */
+export const refusedKey = (key: string) => `${key}:refused`;
+
+// Checks every window (KEYS: the logs, then their refusal markers); counts the event in all of them
+// only when none is full, and answers which ones it filled. A refusal names the window that frees up
+// last, so its wait is the true time until the event would be allowed.
 const HIT = `${SLIDING_WINDOW_LUA}
-local now = tonumber(ARGV[1])
+local n, now, member = #KEYS / 2, now_ms(), ARGV[1]
 local longest, wait = 0, 0
-for i = 1, #KEYS do
-  local w = wait_ms(KEYS[i], now, tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2]))
+for i = 1, n do
+  local w = wait_ms(KEYS[i], now, tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1]))
   if w > wait then longest, wait = i, w end
 end
-if wait > 0 then return {longest, wait, first_refusal(KEYS[longest], wait)} end
-for i = 1, #KEYS do record(KEYS[i], now, tonumber(ARGV[2 * i + 1]), ARGV[2]) end
-return {0, 0, 0}
+if wait > 0 then return {longest, wait, first_refusal(KEYS[n + longest], wait), {}} end
+local filled = {}
+for i = 1, n do
+  local window, limit = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  record(KEYS[i], now, window, member)
+  if wait_ms(KEYS[i], now, window, limit) > 0 then filled[#filled + 1] = i end
+end
+return {0, 0, 0, filled}
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    hitWindows(...args: (string | number)[]): Result<[number, number, number], Context>;
+    hitWindows(...args: (string | number)[]): Result<[number, number, number, number[]], Context>;
   }
 }
 
@@ -67,32 +82,53 @@ export type Refusal<Name extends string = string> = {
 
 export type SlidingWindows = ReturnType<typeof createSlidingWindows>;
 
-export function createSlidingWindows(redis: Redis, clock: Clock) {
+export function createSlidingWindows(redis: RedisClient) {
   redis.defineCommand('hitWindows', { lua: HIT });
+
+  /** One script: the windows of one scope, whose keys share a hash tag (a cluster slot). */
+  async function hitScope<Name extends string>(windows: Window<Name>[], event: string) {
+    const [index, waitMs, first, filled] = await redis.hitWindows(
+      windows.length * 2,
+      ...windows.map((w) => w.key),
+      ...windows.map((w) => refusedKey(w.key)),
+      event,
+      ...windows.flatMap((w) => [w.seconds * 1000, w.limit]),
+    );
+    const refused = windows[index - 1];
+    return {
+      waitMs,
+      refusal: refused && { window: refused.name, retryAfter: Math.ceil(waitMs / 1000), first: first === 1 },
+      filled: filled.map((i) => windows[i - 1]?.name as Name),
+    };
+  }
+
+  async function release(windows: Window[], event: string): Promise<void> {
+    await Promise.all(windows.map((w) => redis.zrem(w.key, event)));
+  }
+
   return {
     /**
-     * Counts one event in every window, or none when any of them is full: the refusal, or the id of
-     * the event counted (to take it back with `release` when what it stood for did not happen).
+     * Counts one event in every window, or in none when any of them is full: the refusal (of the
+     * window that frees up last), or the id of the event counted (to take it back with `release`
+     * when what it stood for did not happen) and the windows it has just filled.
+     *
+     * `scopes` groups the windows by hash tag: a script may only touch keys of one Redis Cluster
+     * slot, so each group is checked and counted atomically by one script, the groups side by side.
+     * When a group refuses, the event is taken back out of the others: no window ever holds more
+     * than its limit, and a request racing with the take-back is at worst refused, never let through.
      */
     async hit<Name extends string>(
-      windows: Window<Name>[],
-    ): Promise<{ refusal: Refusal<Name> } | { refusal: undefined; event: string }> {
+      scopes: Window<Name>[][],
+    ): Promise<{ refusal: Refusal<Name> } | { refusal: undefined; event: string; filled: Name[] }> {
       const event = randomUUID();
-      const [index, waitMs, first] = await redis.hitWindows(
-        windows.length,
-        ...windows.map((w) => w.key),
-        clock.now().getTime(),
-        event,
-        ...windows.flatMap((w) => [w.seconds * 1000, w.limit]),
-      );
-      const refused = windows[index - 1];
-      if (!refused) return { refusal: undefined, event };
-      return { refusal: { window: refused.name, retryAfter: Math.ceil(waitMs / 1000), first: first === 1 } };
+      const results = await Promise.all(scopes.map((windows) => hitScope(windows, event)));
+      const refused = results.filter((r) => r.refusal).sort((a, b) => b.waitMs - a.waitMs)[0];
+      if (!refused?.refusal) return { refusal: undefined, event, filled: results.flatMap((r) => r.filled) };
+      await release(scopes.filter((_, i) => !results[i]?.refusal).flat(), event);
+      return { refusal: refused.refusal };
     },
 
     /** Takes a counted event back out of its windows. */
-    async release(windows: Window[], event: string): Promise<void> {
-      await Promise.all(windows.map((w) => redis.zrem(w.key, event)));
-    },
+    release,
   };
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tessera/redis';
 
 export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
 
@@ -7,18 +7,24 @@ export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
  * Authenticating a request costs one EXISTS; ending a session deletes its key, so the next request
  * with its access token is refused. Losing Redis fails closed: clients refresh and are let back in.
  */
-export function createActiveSessionStore(redis: Redis) {
+export function createActiveSessionStore(redis: RedisClient) {
   const key = (sessionId: string) => `session:${sessionId}`;
   return {
     async markActive(sessionId: string, expiresAt: Date, now: Date): Promise<void> {
       const ttl = expiresAt.getTime() - now.getTime();
       if (ttl > 0) await redis.set(key(sessionId), '1', 'PX', ttl);
     },
+    /** Moves an active session's expiry; false when its key is gone (ended, or Redis lost it). */
+    async extend(sessionId: string, expiresAt: Date, now: Date): Promise<boolean> {
+      const ttl = expiresAt.getTime() - now.getTime();
+      return ttl > 0 && (await redis.set(key(sessionId), '1', 'PX', ttl, 'XX')) === 'OK';
+    },
     async isActive(sessionId: string): Promise<boolean> {
       return (await redis.exists(key(sessionId))) === 1;
     },
+    // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot.
     async remove(sessionIds: string[]): Promise<void> {
-      if (sessionIds.length > 0) await redis.del(...sessionIds.map(key));
+      await Promise.all(sessionIds.map((sessionId) => redis.del(key(sessionId))));
     },
   };
 }

@@ -1,8 +1,14 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { normalizeIP } from '@fastify/rate-limit';
-import type { Redis, Result } from 'ioredis';
-import type { Clock } from '../../clock.ts';
-import { createSlidingWindows, type Refusal, SLIDING_WINDOW_LUA } from '../limits/sliding-window.ts';
+import type { RedisClient } from '@tessera/redis';
+import type { Result } from 'ioredis';
+import {
+  createSlidingWindows,
+  type Refusal,
+  refusedKey,
+  SLIDING_WINDOW_LUA,
+  type Window,
+} from '../limits/sliding-window.ts';
 
 export type VerifyOutcome =
   | { result: 'ok' }
@@ -16,48 +22,39 @@ export type LockOut = 'code' | 'email' | 'ip';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    verifyOtp(...args: (string | number)[]): Result<[string, number, number, number], Context>;
+    verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
   }
 }
 
-// Atomic check-and-consume: the right code deletes the entry (single use under any concurrency),
-// a wrong one counts an attempt on the code and a failure in the email's and the IP's windows,
-// a code with maxAttempts failures is locked until replaced, and a full window refuses every
-// verification before the code is even looked at. The comparison walks the whole hash whatever
-// matches, so its time tells nothing.
+// Atomic check-and-consume on the keys of one email (one hash tag): the right code deletes the entry
+// (single use under any concurrency), a wrong one counts an attempt on the code and a failure in the
+// email's window, a code with maxAttempts failures is locked until replaced, and a full window
+// refuses every verification before the code is even looked at. The comparison walks the whole hash
+// whatever matches, so its time tells nothing.
 const VERIFY_OTP = `${SLIDING_WINDOW_LUA}
-local code_key, email_key, ip_key = KEYS[1], KEYS[2], KEYS[3]
-local given, max = ARGV[1], tonumber(ARGV[2])
-local now, member = tonumber(ARGV[3]), ARGV[4]
-local email_window, email_limit = tonumber(ARGV[5]), tonumber(ARGV[6])
-local ip_window, ip_limit = tonumber(ARGV[7]), tonumber(ARGV[8])
+local code_key, failures_key, refused_key = KEYS[1], KEYS[2], KEYS[3]
+local given, max, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local window, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local now = now_ms()
 
--- When both are full, the one that frees up last is the true wait.
-local email_wait = wait_ms(email_key, now, email_window, email_limit)
-local ip_wait = wait_ms(ip_key, now, ip_window, ip_limit)
-if email_wait > 0 and email_wait >= ip_wait then
-  return {'limited-email', email_wait, first_refusal(email_key, email_wait), 0}
-end
-if ip_wait > 0 then return {'limited-ip', ip_wait, first_refusal(ip_key, ip_wait), 0} end
+local wait = wait_ms(failures_key, now, window, limit)
+if wait > 0 then return {'limited', wait, first_refusal(refused_key, wait)} end
 
 local stored = redis.call('HGET', code_key, 'hash')
-if not stored then return {'missing', 0, 0, 0} end
+if not stored then return {'missing', 0, 0} end
 local attempts = tonumber(redis.call('HGET', code_key, 'attempts'))
-if attempts >= max then return {'locked', 0, 0, 0} end
+if attempts >= max then return {'locked', 0, 0} end
 local diff = (#stored == #given) and 0 or 1
 for i = 1, math.min(#stored, #given) do
   diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
 end
 if diff == 0 then
   redis.call('DEL', code_key)
-  return {'ok', 0, 0, 0}
+  return {'ok', 0, 0}
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
-record(email_key, now, email_window, member)
-record(ip_key, now, ip_window, member)
-local email_full = wait_ms(email_key, now, email_window, email_limit) > 0 and 1 or 0
-local ip_full = wait_ms(ip_key, now, ip_window, ip_limit) > 0 and 1 or 0
-return {'wrong', max - attempts, email_full, ip_full}
+record(failures_key, now, window, member)
+return {'wrong', max - attempts, wait_ms(failures_key, now, window, limit) > 0 and 1 or 0}
 `;
 
 export interface OtpLimits {
@@ -82,38 +79,37 @@ const DAY = 24 * HOUR;
 
 /**
  * One-time codes in Redis, kept only as HMAC(secret, email + code), one live code per email, with
- * the send and failure limits of each email and client IP (API.md §7).
+ * the send and failure limits of each email and client IP (API.md §7). The keys of one email share
+ * the hash tag `{email:…}` and those of one IP `{ip:…}`, so each script runs on one Redis Cluster slot.
  */
-export function createOtpStore(redis: Redis, clock: Clock, options: OtpStoreOptions) {
+export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
   redis.defineCommand('verifyOtp', { numberOfKeys: 3, lua: VERIFY_OTP });
-  const windows = createSlidingWindows(redis, clock);
+  const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
   // Keys are keyed hashes of the email, so a Redis dump holds no addresses; IPv6 clients count per /64.
-  const emailKey = (kind: string, email: string) => `${kind}:${hmac('key', email)}`;
-  const ipKey = (kind: string, ip: string) => `${kind}:${normalizeIP(ip)}`;
+  const emailKey = (kind: string, email: string) => `{email:${hmac('key', email)}}:${kind}`;
+  const ipKey = (kind: string, ip: string) => `{ip:${normalizeIP(ip)}}:${kind}`;
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
 
-  const sendWindows = (email: string, ip: string) => [
-    {
-      name: 'cooldown' as const,
-      key: emailKey('sent-recently', email),
-      seconds: limits.resendCooldown,
-      limit: 1,
-    },
-    {
-      name: 'email' as const,
-      key: emailKey('sends', email),
-      seconds: HOUR,
-      limit: limits.maxSendsPerEmailPerHour,
-    },
-    { name: 'ip' as const, key: ipKey('sends-ip', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour },
+  const sendScopes = (email: string, ip: string): Window<'cooldown' | 'email' | 'ip'>[][] => [
+    [
+      { name: 'cooldown', key: emailKey('sent-recently', email), seconds: limits.resendCooldown, limit: 1 },
+      { name: 'email', key: emailKey('sends', email), seconds: HOUR, limit: limits.maxSendsPerEmailPerHour },
+    ],
+    [{ name: 'ip', key: ipKey('sends', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour }],
+  ];
+  const ipFailures = (ip: string): Window<'ip'>[] => [
+    { name: 'ip', key: ipKey('failures', ip), seconds: HOUR, limit: limits.maxFailuresPerIpPerHour },
   ];
 
   /** A code that could not be sent: it is dropped and does not count against any send limit. */
   async function withdraw(email: string, ip: string, event: string) {
-    await Promise.all([windows.release(sendWindows(email, ip), event), redis.del(emailKey('otp', email))]);
+    await Promise.all([
+      windows.release(sendScopes(email, ip).flat(), event),
+      redis.del(emailKey('otp', email)),
+    ]);
   }
 
   async function store(email: string, code: string) {
@@ -132,7 +128,7 @@ export function createOtpStore(redis: Redis, clock: Clock, options: OtpStoreOpti
      * the email's cooldown, its hourly cap or the client IP's hourly cap. `withdraw` undoes it.
      */
     async issue(email: string, code: string, ip: string) {
-      const counted = await windows.hit(sendWindows(email, ip));
+      const counted = await windows.hit(sendScopes(email, ip));
       if (counted.refusal) return counted;
       await store(email, code);
       return { refusal: undefined, withdraw: () => withdraw(email, ip, counted.event) };
@@ -141,36 +137,40 @@ export function createOtpStore(redis: Redis, clock: Clock, options: OtpStoreOpti
     /** Puts an accepted code back (its session could not be created), outside every limit. */
     reinstate: store,
 
+    /**
+     * The IP's failure budget lives in another slot than the code, so the code's script cannot check
+     * it. Each guess takes a failure from it first and gives it back unless the guess was wrong:
+     * guesses racing from one address are never evaluated more often than its budget allows (at
+     * worst one is refused while another's failure is being given back). When the IP's budget is
+     * spent, its wait is told even if the email's would be longer; the next try tells that one.
+     */
     async verify(email: string, code: string, ip: string): Promise<VerifyOutcome> {
-      const [result, n, emailFlag, ipFlag] = await redis.verifyOtp(
+      const taken = await windows.hit([ipFailures(ip)]);
+      if (taken.refusal) return { result: 'limited', refusal: taken.refusal };
+      const failures = emailKey('failures', email);
+      const [result, n, flag] = await redis.verifyOtp(
         emailKey('otp', email),
-        emailKey('failures', email),
-        ipKey('failures-ip', ip),
+        failures,
+        refusedKey(failures),
         hashOf(email, code),
         maxAttempts,
-        clock.now().getTime(),
-        randomUUID(),
+        taken.event,
         DAY * 1000,
         limits.maxFailuresPerEmailPerDay,
-        HOUR * 1000,
-        limits.maxFailuresPerIpPerHour,
       );
+      // Not worth failing an answer that may already have consumed the code: a failure left counted
+      // only makes the IP's budget stricter.
+      if (result !== 'wrong') await windows.release(ipFailures(ip), taken.event).catch(() => {});
       switch (result) {
         case 'wrong': {
           const lockedOut: LockOut[] = [];
           if (n === 0) lockedOut.push('code');
-          if (emailFlag) lockedOut.push('email');
-          if (ipFlag) lockedOut.push('ip');
+          if (flag) lockedOut.push('email');
+          if (taken.filled.length > 0) lockedOut.push('ip');
           return { result, attemptsLeft: n, lockedOut };
         }
-        case 'limited-email':
-        case 'limited-ip': {
-          const window = result === 'limited-email' ? 'email' : 'ip';
-          return {
-            result: 'limited',
-            refusal: { window, retryAfter: Math.ceil(n / 1000), first: emailFlag === 1 },
-          };
-        }
+        case 'limited':
+          return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: flag === 1 } };
         case 'ok':
         case 'locked':
         case 'missing':

@@ -1,0 +1,86 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { freePort, waitUntil } from './processes.ts';
+
+const run = promisify(execFile);
+
+export interface RedisCluster {
+  /** Every master as `host:port`, comma-separated: a value for REDIS_CLUSTER_NODES. */
+  nodes: string;
+  /** Kills the servers and removes their folder. */
+  remove(): Promise<void>;
+}
+
+/** Asks one node for its `CLUSTER INFO`; undefined while it does not answer. */
+async function clusterInfo(port: number): Promise<string | undefined> {
+  const client = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await client.cluster('INFO');
+  } catch {
+    return undefined;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * A Redis Cluster of the test's own: `masters` redis-servers on free ports (no replicas, nothing
+ * persisted) in a temporary folder, joined by `redis-cli --cluster create`, ready once every node
+ * reports `cluster_state:ok`.
+ */
+export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-redis-cluster-'));
+  const children: ChildProcess[] = [];
+  async function remove() {
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    await rm(dir, { recursive: true, force: true });
+  }
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < masters; i++) {
+      // The cluster bus would default to port + 10000, which may be taken or past 65535.
+      const [port, busPort] = [await freePort(), await freePort()];
+      ports.push(port);
+      // biome-ignore format: one flag and its value a line
+      children.push(spawn('redis-server', [
+        '--port', String(port),
+        '--cluster-port', String(busPort),
+        '--bind', '127.0.0.1',
+        '--cluster-enabled', 'yes',
+        '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', dir,
+      ], { stdio: 'ignore' }));
+    }
+    await Promise.all(
+      ports.map((port) =>
+        waitUntil(`redis-server on ${port}`, async () => (await clusterInfo(port)) !== undefined),
+      ),
+    );
+    const addresses = ports.map((port) => `127.0.0.1:${port}`);
+    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
+    await waitUntil('cluster_state:ok on every node', async () => {
+      const states = await Promise.all(ports.map(clusterInfo));
+      return states.every((info) => info?.includes('cluster_state:ok'));
+    });
+    return { nodes: addresses.join(','), remove };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+}

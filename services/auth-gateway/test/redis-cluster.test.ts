@@ -1,0 +1,100 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { closeRedis, createRedis, durabilityProblems } from '@tessera/redis';
+import {
+  type RedisCluster,
+  type ServiceProcess,
+  type SmtpSink,
+  startRedisCluster,
+  startService,
+  startSmtpSink,
+} from '@tessera/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+// The gateway and a mailer on a Redis Cluster of three masters of this test's own, as
+// REDIS_CLUSTER_NODES selects it: each script, each multi-key command and the queue keep to one slot.
+
+const SEND = '/api/v1/auth/send-otp-email';
+const VERIFY = '/api/v1/auth/verify-otp-email';
+
+let cluster: RedisCluster;
+let sink: SmtpSink;
+let gateway: TestGateway;
+let mailer: ServiceProcess;
+
+beforeAll(async () => {
+  [cluster, sink] = await Promise.all([startRedisCluster(), startSmtpSink()]);
+  const redis = {
+    REDIS_URL: `redis://${cluster.nodes.split(',')[0]}`,
+    REDIS_CLUSTER_NODES: cluster.nodes,
+    BULLMQ_PREFIX: '{tessera-cluster-test}',
+  };
+  gateway = await startGateway({ ...redis, OTP_RESEND_COOLDOWN: '1', RATE_LIMIT_MAX: '30' });
+  mailer = startService('mailer', {
+    APP_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    ...redis,
+    SMTP_URL: sink.url,
+    MAILER_METRICS_PORT: '0',
+  });
+});
+
+afterAll(async () => {
+  await mailer?.stop();
+  await gateway?.close();
+  await Promise.all([sink?.close(), cluster?.remove()]);
+});
+
+describe('on a Redis Cluster', () => {
+  it('signs in, refreshes, lists and logs out, with the code emailed through the mailer', async () => {
+    const { app } = gateway;
+    const email = 'cluster@example.com';
+    const sent = await post(app, SEND, { email });
+    expect(sent.statusCode).toBe(200);
+    const { code } = body(sent).data;
+    // The resend cooldown counts by Redis's clock: refused now, allowed once it has passed (below).
+    expect((await post(app, SEND, { email })).statusCode).toBe(429);
+    const mail = await sink.waitFor((m) => m.to.includes(email));
+    expect(mail.text).toContain(code);
+
+    const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
+    expect((await post(app, VERIFY, { email, code: wrong })).statusCode).toBe(400);
+    const first = body(await post(app, VERIFY, { email, code })).data;
+    expect(first.accessToken).toEqual(expect.any(String));
+    expect((await post(app, VERIFY, { email, code })).statusCode).toBe(404);
+
+    await sleep(1000);
+    const second = await signIn(app, email);
+
+    const refreshed = await post(app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken });
+    expect(refreshed.statusCode).toBe(200);
+    const sessions = await app.inject({ url: '/api/v1/auth/sessions', headers: bearer(second.accessToken) });
+    expect(body(sessions).data.pagination.totalItems).toBe(2);
+    const loggedOut = await post(app, '/api/v1/auth/logout', {}, bearer(second.accessToken));
+    expect(body(loggedOut).data).toEqual({ revokedSessions: 2 });
+    const after = await app.inject({ url: '/api/v1/auth/sessions', headers: bearer(second.accessToken) });
+    expect(after.statusCode).toBe(401);
+  });
+
+  it('answers 429 past the general per-IP limit', async () => {
+    const jwks = () => gateway.app.inject({ url: '/.well-known/jwks.json', remoteAddress: '192.0.2.1' });
+    for (let i = 0; i < 30; i++) expect((await jwks()).statusCode).toBe(200);
+    expect((await jwks()).statusCode).toBe(429);
+  });
+
+  it('checks every master for settings that would lose queued jobs', async () => {
+    const client = createRedis({ url: 'redis://', clusterNodes: cluster.nodes }, 'commands', () => {});
+    await client.connect();
+    try {
+      const problems = await durabilityProblems(client);
+      expect(problems.sort()).toEqual(
+        cluster.nodes
+          .split(',')
+          .map((node) => `${node} appendonly=no, want yes`)
+          .sort(),
+      );
+    } finally {
+      await closeRedis(client);
+    }
+  });
+});
