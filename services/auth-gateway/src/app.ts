@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { prettyInDevelopment, traceFields } from '@tessera/telemetry';
-import Fastify, { type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify from 'fastify';
 import type { DestinationStream } from 'pino';
 import manifest from '../package.json' with { type: 'json' };
 import { type Clock, systemClock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
+import { loggerOptions, RequestLog } from './logging.ts';
 import accountDeletionRoutes from './modules/account-deletion/routes.ts';
 import healthRoutes from './modules/health/routes.ts';
 import securityEventsRoutes from './modules/security-events/routes.ts';
@@ -29,7 +29,6 @@ import mailQueue from './plugins/mail-queue.ts';
 import metrics from './plugins/metrics.ts';
 import rateLimit from './plugins/rate-limit.ts';
 import redis from './plugins/redis.ts';
-import requestLog from './plugins/request-log.ts';
 import responseCheck from './plugins/response-check.ts';
 import { validatorCompiler } from './plugins/validation.ts';
 import { createServices } from './services.ts';
@@ -55,8 +54,7 @@ export async function buildApp(
   const errors = { appEnv: config.env, clock };
   const app = Fastify({
     logger: loggerOptions(config, logStream),
-    // plugins/request-log writes one line per request instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new RequestLog(),
     trustProxy: config.http.trustProxy,
     bodyLimit: 16 * 1024,
     frameworkErrors: frameworkErrors(errors),
@@ -81,7 +79,6 @@ export async function buildApp(
   await app.register(errorHandler, errors);
   await app.register(draining);
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });
-  await app.register(requestLog);
   await app.register(metrics);
   await app.register(envelope, { clock });
   if (checkResponses) await app.register(responseCheck);
@@ -140,24 +137,4 @@ export async function buildApp(
   });
 
   return app;
-}
-
-function loggerOptions(config: GatewayConfig, stream?: DestinationStream): FastifyServerOptions['logger'] {
-  return {
-    level: config.log.level,
-    // trace_id and span_id of the active span on every line written inside a request or job.
-    mixin: traceFields,
-    // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
-    // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command', 'err.cause.command'],
-    // The path, not the query string: that is the client's to fill, with whatever it likes.
-    serializers: {
-      req: (request: FastifyRequest) => ({
-        method: request.method,
-        url: request.url.split('?')[0],
-        remoteAddress: request.ip,
-      }),
-    },
-    ...(stream ? { stream } : prettyInDevelopment(config.env, import.meta.url)),
-  };
 }

@@ -1,0 +1,44 @@
+import { prettyInDevelopment, traceFields } from '@tessera/telemetry';
+import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify';
+import type { DestinationStream } from 'pino';
+import type { GatewayConfig } from './config.ts';
+
+/** The gateway's pino options: level, trace ids on every line, and nothing secret. */
+export function loggerOptions(
+  config: GatewayConfig,
+  stream?: DestinationStream,
+): FastifyServerOptions['logger'] {
+  return {
+    level: config.log.level,
+    // trace_id and span_id of the active span on every line written inside a request or job.
+    mixin: traceFields,
+    // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
+    // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command', 'err.cause.command'],
+    // The path, not the query string: that is the client's to fill, with whatever it likes.
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: request.url.split('?')[0],
+        remoteAddress: request.ip,
+      }),
+    },
+    ...(stream ? { stream } : prettyInDevelopment(config.env, import.meta.url)),
+  };
+}
+
+/**
+ * One line per request at `info`, when it is answered: method, path, client address, status and
+ * time (Fastify's own two lines would double the logging cost). The arrival only at `debug`.
+ */
+export class RequestLog extends LogController {
+  override incomingRequest(request: FastifyRequest) {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const fields = { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 10) / 10 };
+    if (error) reply.log.error({ ...fields, err: error }, 'request errored');
+    else reply.log.info(fields, 'request completed');
+  }
+}
