@@ -324,6 +324,25 @@ describe('a revocation whose Redis delete was lost', () => {
   });
 });
 
+describe('a session whose Redis key was lost (Redis lost its data)', () => {
+  it('fails closed until a refresh, which lets the client back in', async () => {
+    const inspector = new Redis(gateway.config.redis.url);
+    try {
+      const session = await signIn(gateway.app, 'ned@example.com');
+      await inspector.del(`${gateway.config.redis.keyPrefix}session:${sidOf(session.accessToken)}`);
+      expect((await list(session.accessToken)).statusCode).toBe(401);
+
+      const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
+        refreshToken: session.refreshToken,
+      });
+      expect(refreshed.statusCode).toBe(200);
+      expect((await list(body(refreshed).data.accessToken)).statusCode).toBe(200);
+    } finally {
+      await inspector.quit();
+    }
+  });
+});
+
 describe('authenticating a request', () => {
   it('costs one Redis command besides the rate limit, and no Postgres query', async () => {
     const probe = await startGateway();

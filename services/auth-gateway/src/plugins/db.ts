@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DependencyUnavailableError } from '@tessera/contracts';
 import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
@@ -20,19 +21,53 @@ function classify(error: unknown): unknown {
   return new DependencyUnavailableError('postgres', { cause: error });
 }
 
-/** A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError. */
+// Statements are prepared once per connection (named pg queries): Postgres then skips parsing and,
+// after a few runs, planning, which is most of its CPU on the hot paths. The names a connection
+// keeps are bounded, since some statements vary with their input (the columns a profile update sets).
+const PREPARED_PER_CONNECTION = 200;
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = createHash('sha1').update(text).digest('base64url');
+    if (statementNames.size < 10 * PREPARED_PER_CONNECTION) statementNames.set(text, name);
+  }
+  return name;
+}
+const prepared = new WeakMap<pg.PoolClient, Set<string>>();
+
+/** A prepared statement whose result columns a migration changed: the connection must go. */
+const isStalePlan = (error: unknown) =>
+  error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan/.test(error.message);
+
+/**
+ * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError.
+ * Every statement is a named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
+ */
 function classifyingPool(pool: pg.Pool): PostgresPool {
   return {
     async connect() {
       const client = await pool.connect().catch((error: unknown) => {
         throw new DependencyUnavailableError('postgres', { cause: error });
       });
+      const names = prepared.get(client) ?? new Set<string>();
+      prepared.set(client, names);
+      let stale = false;
       return {
-        query: ((text: string, values: unknown[]) =>
-          client.query(text, values).catch((error: unknown) => {
+        query: ((text: string, values: unknown[]) => {
+          const name = statementName(text);
+          const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
+          if (named) names.add(name);
+          return client.query(named ? { name, text, values } : { text, values }).catch((error: unknown) => {
+            // Replaced on release; the caller's retry (a 503) meets a connection without the old plan.
+            if (isStalePlan(error)) {
+              stale = true;
+              throw new DependencyUnavailableError('postgres', { cause: error });
+            }
             throw classify(error);
-          })) as never,
-        release: (destroy?: boolean) => client.release(destroy),
+          });
+        }) as never,
+        release: (destroy?: boolean) => client.release(destroy || stale),
       };
     },
     end: () => pool.end(),

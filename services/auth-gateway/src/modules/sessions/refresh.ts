@@ -13,53 +13,68 @@ import * as repository from './sessions.repository.ts';
 
 const RESULTS = { rotated: 'ok', again: 'grace', reused: 'reuse', invalid: 'invalid', ended: 'invalid' };
 
+type Outcome =
+  | { kind: 'rotated' | 'again'; pair: TokenPair }
+  | { kind: 'invalid' }
+  | { kind: 'ended'; sessionId: string }
+  | { kind: 'reused'; sessionId: string; userId: string; rotatedAt: Date };
+
 /**
  * Rotates a refresh token. Presenting an already rotated token again returns the same successor
  * within the grace window (parallel tabs) and ends the whole session after it (theft).
  */
 export function refreshSession(context: SessionsContext) {
   const { db, clock, activeSessions, securityLog, log } = context;
+
+  /** The rotation, in one statement; then the session's key follows the session's new expiry. */
+  async function rotate(presented: string, now: Date): Promise<Outcome | undefined> {
+    const successor = generateRefreshToken();
+    const expiresAt = new Date(now.getTime() + seconds(context.refreshTokenTtl));
+    const rotated = await repository.rotateRefreshToken(db, {
+      tokenHash: hashRefreshToken(presented),
+      successorHash: hashRefreshToken(successor),
+      successorSealed: sealSuccessor(presented, successor),
+      now,
+      expiresAt,
+    });
+    if (!rotated) return undefined;
+    const { sessionId, userId, roles } = rotated;
+    // Only an existing key is extended: a revocation since the rotation deleted it, and it stays deleted.
+    if (!(await activeSessions.extend(sessionId, expiresAt, now))) {
+      // Gone without a revocation (Redis lost it): set again, then look, so that a revocation
+      // meanwhile deletes it after this write, or is seen here.
+      await activeSessions.markActive(sessionId, expiresAt, now);
+      const session = await repository.findUserSession(db, userId, sessionId);
+      if (!session || session.endedAt) return { kind: 'ended', sessionId };
+    }
+    return {
+      kind: 'rotated',
+      pair: tokenPair(context, { sub: userId, sid: sessionId, roles }, successor, now),
+    };
+  }
+
+  /** Why a token was not rotated: unknown or expired, its session ended, or rotated before. */
+  async function notRotated(presented: string, now: Date): Promise<Outcome> {
+    const token = await repository.findRefreshToken(db, hashRefreshToken(presented));
+    if (!token || (!token.rotatedAt && token.expiresAt <= now)) return { kind: 'invalid' };
+    if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId };
+    // Rotatable, yet the statement did not rotate it: it did not exist in the statement's snapshot.
+    if (!token.rotatedAt) return { kind: 'invalid' };
+    const sinceRotation = now.getTime() - token.rotatedAt.getTime();
+    if (token.successorSealed && sinceRotation <= seconds(context.refreshReuseGrace)) {
+      const successor = openSuccessor(presented, token.successorSealed);
+      const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
+      return { kind: 'again', pair: tokenPair(context, claims, successor, token.rotatedAt) };
+    }
+    // Two reuses at once: one ends the session, the other finds it ended.
+    if (!(await repository.endSession(db, token.sessionId, now, 'refresh_token_reuse')))
+      return { kind: 'ended', sessionId: token.sessionId };
+    return { kind: 'reused', sessionId: token.sessionId, userId: token.userId, rotatedAt: token.rotatedAt };
+  }
+
   return async (presented: string, client: ClientInfo): Promise<TokenPair> => {
     const now = clock.now();
-    const outcome = await db.transaction().execute(async (trx) => {
-      const token = await repository.findRefreshTokenForUpdate(trx, hashRefreshToken(presented));
-      if (!token || (!token.rotatedAt && token.expiresAt <= now)) return { kind: 'invalid' } as const;
-      if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId } as const;
-      const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
-      if (token.rotatedAt) {
-        const sinceRotation = now.getTime() - token.rotatedAt.getTime();
-        if (token.successorSealed && sinceRotation <= seconds(context.refreshReuseGrace)) {
-          const successor = openSuccessor(presented, token.successorSealed);
-          return { kind: 'again', pair: tokenPair(context, claims, successor, token.rotatedAt) } as const;
-        }
-        await repository.endSession(trx, token.sessionId, now, 'refresh_token_reuse');
-        return {
-          kind: 'reused',
-          sessionId: token.sessionId,
-          userId: token.userId,
-          rotatedAt: token.rotatedAt,
-        } as const;
-      }
-      const successor = generateRefreshToken();
-      const expiresAt = new Date(now.getTime() + seconds(context.refreshTokenTtl));
-      await repository.markRotated(
-        trx,
-        hashRefreshToken(presented),
-        now,
-        sealSuccessor(presented, successor),
-      );
-      await repository.insertRefreshToken(trx, {
-        tokenHash: hashRefreshToken(successor),
-        sessionId: token.sessionId,
-        issuedAt: now,
-        expiresAt,
-      });
-      await repository.touchSession(trx, token.sessionId, now, expiresAt);
-      // Inside the transaction, under the session's row lock: a revocation waiting on that lock
-      // deletes the key after this write, never before it.
-      await activeSessions.markActive(token.sessionId, expiresAt, now);
-      return { kind: 'rotated', pair: tokenPair(context, claims, successor, now) } as const;
-    });
+    const outcome = (await rotate(presented, now)) ?? (await notRotated(presented, now));
 
     refreshes.add(1, { result: RESULTS[outcome.kind] });
     switch (outcome.kind) {

@@ -1,5 +1,8 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Database, SessionsTable } from '../../database.ts';
+import type { SecurityEventType } from '../security-events/event-types.ts';
+import type { UserRow } from '../users/user.ts';
+import type { UpsertOnSignIn } from '../users/users.repository.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
@@ -10,33 +13,86 @@ export type SessionEndReason =
   | 'refresh_token_reuse'
   | 'account_deleted';
 
-export async function insertSession(
-  trx: Transaction<Database>,
-  values: { userId: string; ipAddress: string | null; userAgent: string | null; now: Date; expiresAt: Date },
-): Promise<string> {
-  const { id } = await trx
-    .insertInto('sessions')
-    .values({
-      userId: values.userId,
-      ipAddress: values.ipAddress,
-      userAgent: values.userAgent,
-      createdAt: values.now,
-      lastUsedAt: values.now,
-      expiresAt: values.expiresAt,
-    })
-    .returning('id')
+/**
+ * A sign-in as one statement, one round trip and one commit: the user's upsert (the users module's
+ * query, whose rules stand: only `last_login` changes for a returning user), the session, its
+ * refresh token and the `sign_in` security event. It spans modules so that Postgres sees one
+ * statement; the event row is the one `SecurityLog.record` would write. Answers the user's row.
+ */
+export function insertSignIn(
+  db: Kysely<Database>,
+  user: UpsertOnSignIn,
+  values: {
+    sessionId: string;
+    tokenHash: Buffer;
+    ipAddress: string;
+    userAgent: string | null;
+    now: Date;
+    expiresAt: Date;
+  },
+): Promise<UserRow> {
+  const { sessionId, now, expiresAt, ipAddress, userAgent } = values;
+  const type: SecurityEventType = 'sign_in';
+  return db
+    .with('u', () => user)
+    .with('s', (db) =>
+      db
+        .insertInto('sessions')
+        .columns(['id', 'userId', 'ipAddress', 'userAgent', 'createdAt', 'lastUsedAt', 'expiresAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('u')
+            .select([
+              eb.val(sessionId).as('id'),
+              'u.id as userId',
+              eb.val(ipAddress).as('ipAddress'),
+              eb.val(userAgent).as('userAgent'),
+              eb.val(now).as('createdAt'),
+              eb.val(now).as('lastUsedAt'),
+              eb.val(expiresAt).as('expiresAt'),
+            ]),
+        )
+        .returning(['id', 'userId']),
+    )
+    .with('t', (db) =>
+      db
+        .insertInto('refreshTokens')
+        .columns(['tokenHash', 'sessionId', 'issuedAt', 'expiresAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('s')
+            .select([
+              eb.val(values.tokenHash).as('tokenHash'),
+              's.id as sessionId',
+              eb.val(now).as('issuedAt'),
+              eb.val(expiresAt).as('expiresAt'),
+            ]),
+        ),
+    )
+    .with('e', (db) =>
+      db
+        .insertInto('securityEvents')
+        .columns(['type', 'userId', 'sessionId', 'ipAddress', 'userAgent', 'createdAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('s')
+            .select([
+              eb.val(type).as('type'),
+              's.userId',
+              's.id as sessionId',
+              eb.val(ipAddress).as('ipAddress'),
+              eb.val(userAgent).as('userAgent'),
+              eb.val(now).as('createdAt'),
+            ]),
+        ),
+    )
+    .selectFrom('u')
+    .selectAll()
     .executeTakeFirstOrThrow();
-  return id;
 }
 
-export async function insertRefreshToken(
-  trx: Transaction<Database>,
-  values: { tokenHash: Buffer; sessionId: string; issuedAt: Date; expiresAt: Date },
-): Promise<void> {
-  await trx.insertInto('refreshTokens').values(values).execute();
-}
-
-function selectRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
+/** A refresh token with its session and user. */
+export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
   return db
     .selectFrom('refreshTokens as t')
     .innerJoin('sessions as s', 's.id', 't.sessionId')
@@ -50,43 +106,62 @@ function selectRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
       's.endedAt as sessionEndedAt',
       'u.roles',
     ])
-    .where('t.tokenHash', '=', tokenHash);
-}
-
-/** A refresh token with its session and user. */
-export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
-  return selectRefreshToken(db, tokenHash).executeTakeFirst();
+    .where('t.tokenHash', '=', tokenHash)
+    .executeTakeFirst();
 }
 
 /**
- * The same, locking the session row: refreshes, reuse detection and revocation of one session take
- * turns. The token row is locked too, so that a refresh that waited reads the token as the one before
- * it left it (rotated): Postgres re-reads only the locked rows of a join after such a wait.
+ * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
+ * statement: marks it rotated with its sealed successor, extends the session, inserts the successor.
+ * Answers nothing when the token was not rotatable; the caller then looks at why.
+ *
+ * The token's row is locked first: of parallel refreshes of one token one rotates, the others wait
+ * and find it rotated. The session's row next: a revocation holding it wins, and this statement
+ * extends no ended session and issues no successor for it (the token stays marked rotated, which
+ * changes nothing for an ended session).
  */
-export function findRefreshTokenForUpdate(trx: Transaction<Database>, tokenHash: Buffer) {
-  return selectRefreshToken(trx, tokenHash).forUpdate(['t', 's']).executeTakeFirst();
-}
-
-export async function markRotated(
-  trx: Transaction<Database>,
-  tokenHash: Buffer,
-  rotatedAt: Date,
-  successorSealed: Buffer,
-): Promise<void> {
-  await trx
-    .updateTable('refreshTokens')
-    .set({ rotatedAt, successorSealed })
-    .where('tokenHash', '=', tokenHash)
-    .execute();
-}
-
-export async function touchSession(
-  trx: Transaction<Database>,
-  sessionId: string,
-  lastUsedAt: Date,
-  expiresAt: Date,
-): Promise<void> {
-  await trx.updateTable('sessions').set({ lastUsedAt, expiresAt }).where('id', '=', sessionId).execute();
+export function rotateRefreshToken(
+  db: Kysely<Database>,
+  values: { tokenHash: Buffer; successorHash: Buffer; successorSealed: Buffer; now: Date; expiresAt: Date },
+) {
+  const { now, expiresAt } = values;
+  return db
+    .with('t', (db) =>
+      db
+        .updateTable('refreshTokens')
+        .set({ rotatedAt: now, successorSealed: values.successorSealed })
+        .where('tokenHash', '=', values.tokenHash)
+        .where('rotatedAt', 'is', null)
+        .where('expiresAt', '>', now)
+        .returning('sessionId'),
+    )
+    .with('s', (db) =>
+      db
+        .updateTable('sessions')
+        .set({ lastUsedAt: now, expiresAt })
+        .where('id', '=', (eb) => eb.selectFrom('t').select('t.sessionId'))
+        .where('endedAt', 'is', null)
+        .returning(['id', 'userId']),
+    )
+    .with('n', (db) =>
+      db
+        .insertInto('refreshTokens')
+        .columns(['tokenHash', 'sessionId', 'issuedAt', 'expiresAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('s')
+            .select([
+              eb.val(values.successorHash).as('tokenHash'),
+              's.id as sessionId',
+              eb.val(now).as('issuedAt'),
+              eb.val(expiresAt).as('expiresAt'),
+            ]),
+        ),
+    )
+    .selectFrom('s')
+    .innerJoin('users as u', 'u.id', 's.userId')
+    .select(['s.id as sessionId', 's.userId', 'u.roles'])
+    .executeTakeFirst();
 }
 
 /** Ends a session if it is still open; returns whether this call ended it. */
@@ -145,32 +220,36 @@ export function findUserSession(db: Kysely<Database>, userId: string, sessionId:
     .executeTakeFirst();
 }
 
-const activeSessionsOf = (db: Kysely<Database>, userId: string, now: Date) =>
-  db
-    .selectFrom('sessions')
-    .where('userId', '=', userId)
-    .where('endedAt', 'is', null)
-    .where('expiresAt', '>', now);
-
-export async function countActiveSessions(db: Kysely<Database>, userId: string, now: Date): Promise<number> {
-  const { count } = await activeSessionsOf(db, userId, now)
-    .select((eb) => eb.fn.countAll<string>().as('count'))
-    .executeTakeFirstOrThrow();
-  return Number(count);
-}
-
-/** Newest first; `id` breaks ties so pages never repeat or skip a session. */
-export function listActiveSessions(
+/**
+ * One page of the user's active sessions, newest first (`id` breaks ties so pages never repeat or
+ * skip a session), and how many there are: one scan of the index `sessions_user_active_idx`, in its
+ * order. A page past the end has no row to carry the count, which then costs a second query.
+ */
+export async function listActiveSessions(
   db: Kysely<Database>,
   userId: string,
   now: Date,
   page: { limit: number; offset: number },
-): Promise<SessionRow[]> {
-  return activeSessionsOf(db, userId, now)
+): Promise<{ sessions: SessionRow[]; totalItems: number }> {
+  const active = db
+    .selectFrom('sessions')
+    .where('userId', '=', userId)
+    .where('endedAt', 'is', null)
+    .where('expiresAt', '>', now);
+  const rows = await active
     .selectAll()
+    .select((eb) => eb.fn.countAll<string>().over().as('totalItems'))
     .orderBy('createdAt', 'desc')
     .orderBy('id', 'desc')
     .limit(page.limit)
     .offset(page.offset)
     .execute();
+  const first = rows[0];
+  if (first)
+    return { sessions: rows.map(({ totalItems: _, ...row }) => row), totalItems: Number(first.totalItems) };
+  if (page.offset === 0) return { sessions: [], totalItems: 0 };
+  const { count } = await active
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .executeTakeFirstOrThrow();
+  return { sessions: [], totalItems: Number(count) };
 }

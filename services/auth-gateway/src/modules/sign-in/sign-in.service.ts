@@ -131,8 +131,8 @@ export function createSignInService(options: SignInServiceOptions) {
           ]);
       }
       try {
-        const { user, tokens } = await options.startSession(client, (trx) =>
-          upsertOnSignIn(trx, email, clock.now(), signup),
+        const { user, tokens } = await options.startSession(client, (db) =>
+          upsertOnSignIn(db, email, clock.now(), signup),
         );
         verifications.add(1, { result: 'ok' });
         return {

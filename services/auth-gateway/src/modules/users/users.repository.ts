@@ -8,20 +8,20 @@ export interface Signup {
   signupCampaign?: string | undefined;
 }
 
-/** Finds the user of `email` or creates it on first sign-in; records the sign-in time either way. */
-export function upsertOnSignIn(
-  db: Kysely<Database>,
-  email: string,
-  now: Date,
-  signup: Signup = {},
-): Promise<UserRow> {
+/**
+ * Finds the user of `email` or creates it on first sign-in; records the sign-in time either way. A
+ * returning user's row changes in `last_login` only. A query, not a call: the sign-in statement
+ * (sessions.repository.ts) runs it as its first step, with the session's inserts.
+ */
+export function upsertOnSignIn(db: Kysely<Database>, email: string, now: Date, signup: Signup = {}) {
   return db
     .insertInto('users')
     .values({ email, ...signup, lastLogin: now, createdAt: now, updatedAt: now })
-    .onConflict((oc) => oc.column('email').doUpdateSet({ lastLogin: now }))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .onConflict((oc) => oc.column('email').doUpdateSet((eb) => ({ lastLogin: eb.ref('excluded.lastLogin') })))
+    .returningAll();
 }
+
+export type UpsertOnSignIn = ReturnType<typeof upsertOnSignIn>;
 
 export function findUser(db: Kysely<Database>, id: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
