@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { EMAIL_QUEUE } from '@tessera/contracts';
@@ -59,6 +59,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
     REDIS_URL: redis.url,
     BULLMQ_PREFIX: redis.bullmqPrefix,
+    MAIL_JOB_KEY: `e2e:${randomBytes(32).toString('base64')}`,
     // Traces go to an OTLP receiver in this test, exported quickly.
     OTEL_EXPORTER_OTLP_ENDPOINT: traces.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -279,6 +280,7 @@ describe('without an OTLP endpoint', () => {
         .privateKey.export({ type: 'pkcs8', format: 'pem' })
         .toString(),
       OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
+      MAIL_JOB_KEY: `e2e:${randomBytes(32).toString('base64')}`,
     });
     const lines: Json[] = [];
     gateway.child.stdout?.on('data', (chunk: Buffer) => {

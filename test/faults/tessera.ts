@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { freePort, type ServiceProcess, type SmtpSink, startService, waitUntil } from '@tessera/testing';
 
 // Tessera as an operator runs it, for the fault tests: the gateway and the mailer as processes in
@@ -39,6 +39,7 @@ export async function startTessera(backends: Backends, env: Record<string, strin
     APP_ENV: 'production',
     LOG_LEVEL: 'warn',
     REDIS_URL: backends.redisUrl,
+    MAIL_JOB_KEY: `faults:${randomBytes(32).toString('base64')}`,
     ...(backends.bullmqPrefix && { BULLMQ_PREFIX: backends.bullmqPrefix }),
     SHUTDOWN_TIMEOUT: '10',
     ...env,

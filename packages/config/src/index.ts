@@ -68,6 +68,16 @@ const bullmqPrefix = variable(
   }),
 );
 
+const mailJobKey = Type.Optional(
+  variable(
+    'MAIL_JOB_KEY',
+    Type.String({
+      description:
+        'AES-256-GCM keys that seal the code in queued email jobs: comma-separated `kid:base64` (32 bytes each, `openssl rand -base64 32`); the first seals, all open. Gateway and mailer must share them. Required in production; development uses a fixed key.',
+    }),
+  ),
+);
+
 const shutdownTimeout = variable(
   'SHUTDOWN_TIMEOUT',
   Type.Integer({
@@ -80,7 +90,15 @@ const shutdownTimeout = variable(
 );
 
 /** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
-export const shared = { appEnv, logLevel, redisUrl, redisClusterNodes, bullmqPrefix, shutdownTimeout };
+export const shared = {
+  appEnv,
+  logLevel,
+  redisUrl,
+  redisClusterNodes,
+  bullmqPrefix,
+  mailJobKey,
+  shutdownTimeout,
+};
 
 export type AppEnv = Static<typeof appEnv>;
 
@@ -144,6 +162,15 @@ export function requireInProduction(env: NodeJS.ProcessEnv, groups: ReadonlyArra
         `Invalid configuration: ${names.join(' or ')} is required when APP_ENV=production`,
       );
     }
+  }
+}
+
+/** A setting parsed further than its schema says: the parser's error becomes the one-line ConfigError. */
+export function parseSetting<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`);
   }
 }
 

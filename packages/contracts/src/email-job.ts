@@ -8,7 +8,9 @@ export const SEND_OTP_JOB = 'send-otp';
 
 export const SendOtpJobData = Type.Object({
   to: Type.String({ description: 'Normalized recipient address' }),
-  code: Type.String({ pattern: '^[0-9]{4}$' }),
+  sealedCode: Type.String({
+    description: 'The code sealed with MAIL_JOB_KEY (sealed-code.ts), so Redis never holds it in clear',
+  }),
   expiresAt: Type.String({ format: 'date-time', description: 'When the code stops working' }),
   locale: Type.Optional(Type.String()),
 });
@@ -19,15 +21,22 @@ export function sendOtpJobId(codeId: string): string {
   return `otp-${codeId}`;
 }
 
-/** What the code is replaced with once a job has failed for good, so retained jobs hold no secret. */
+/** What the sealed code is replaced with once a job has ended undelivered, so retained jobs hold no secret. */
 export const REDACTED_CODE = '****';
 
-/** Delivery policy of every email job, set by the producer as BullMQ requires. */
+/** The mailer's backoff strategy (its worker's `settings.backoffStrategy`): capped exponential. */
+export const EMAIL_BACKOFF = 'capped-exponential';
+
+/**
+ * Delivery policy of every email job, set by the producer as BullMQ requires. Retries end at the
+ * job's deadline (the code's expiry; a day for account notices), which the mailer enforces; the
+ * attempt count is only a backstop.
+ */
 export const EMAIL_JOB_OPTIONS = {
-  attempts: 5,
-  backoff: { type: 'exponential', delay: 1000 },
-  // A delivered job holds a code or an address: drop it at once. Failed jobs stay a week for
-  // inspection (a code redacted).
+  attempts: 100_000,
+  backoff: { type: EMAIL_BACKOFF },
+  // A delivered job holds an address (and a sealed code): drop it at once. Jobs that end undelivered
+  // stay a week for inspection (a code redacted).
   removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const;

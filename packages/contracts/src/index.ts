@@ -2,3 +2,4 @@ export * from './email-job.ts';
 export * from './envelope.ts';
 export * from './errors.ts';
 export * from './pagination.ts';
+export * from './sealed-code.ts';

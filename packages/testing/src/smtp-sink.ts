@@ -12,7 +12,10 @@ export interface ReceivedMail {
 
 export interface SmtpSink {
   url: string;
+  /** The messages accepted: received, and answered 250 to a client still connected. */
   messages: ReceivedMail[];
+  /** Messages received whose answer is still to come (see `delayMs`). */
+  inFlight(): number;
   /** Answers the next `count` messages with a temporary failure (451), as a flaky server would. */
   failNext(count: number, code?: number): void;
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
@@ -29,16 +32,27 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   let failures: { count: number; code: number } = { count: 0, code: 451 };
+  let inFlight = 0;
+  const gone = new Set<string>();
 
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onClose(session) {
+      gone.add(session.id);
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => setTimeout(answer, delayMs));
+      stream.on('end', () => {
+        inFlight += 1;
+        setTimeout(answer, delayMs);
+      });
       const answer = () => {
+        inFlight -= 1;
+        // A client killed while it waited never learnt of the acceptance: for it, nothing was sent.
+        if (gone.has(session.id)) return callback(new Error('Client gone'));
         if (failures.count > 0) {
           failures = { ...failures, count: failures.count - 1 };
           const error = Object.assign(new Error('Try again later'), { responseCode: failures.code });
@@ -67,6 +81,7 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    inFlight: () => inFlight,
     failNext(count, code = 451) {
       failures = { count, code };
     },

@@ -3,6 +3,8 @@ import { configTable, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
 import { GatewayConfigSchema, loadConfig } from './config.ts';
 
+const MAIL_JOB_KEY = `k1:${'A'.repeat(43)}=`;
+
 describe('loadConfig', () => {
   it('runs development with no variables set, on the documented defaults', () => {
     const config = loadConfig({});
@@ -35,7 +37,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ APP_ENV: 'staging' })).toThrowError(/APP_ENV/);
   });
 
-  it('refuses production without signing keys or the OTP secret', () => {
+  it('refuses production without signing keys, the OTP secret or the mail job key', () => {
     expect(() => loadConfig({ APP_ENV: 'production', OTP_SECRET: 'x'.repeat(32) })).toThrowError(
       'Invalid configuration: JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE is required when APP_ENV=production',
     );
@@ -45,9 +47,30 @@ describe('loadConfig', () => {
     expect(() =>
       loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'short' }),
     ).toThrowError(/OTP_SECRET must NOT have fewer than 32 characters/);
+    expect(() =>
+      loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'x'.repeat(32) }),
+    ).toThrowError('Invalid configuration: MAIL_JOB_KEY is required when APP_ENV=production');
     expect(
-      loadConfig({ APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', OTP_SECRET: 'x'.repeat(32) }).env,
+      loadConfig({
+        APP_ENV: 'production',
+        JWT_PRIVATE_KEY_FILE: '/k',
+        OTP_SECRET: 'x'.repeat(32),
+        MAIL_JOB_KEY: MAIL_JOB_KEY,
+      }).env,
     ).toBe('production');
+  });
+
+  it('reads MAIL_JOB_KEY as keys by id, the first sealing, and names a malformed one', () => {
+    const { sealing, opening } = loadConfig({ MAIL_JOB_KEY: `k2:${'B'.repeat(43)}=,${MAIL_JOB_KEY}` }).mail
+      .jobKeys;
+    expect(sealing.id).toBe('k2');
+    expect([...opening.keys()]).toEqual(['k2', 'k1']);
+    expect(() => loadConfig({ MAIL_JOB_KEY: 'k1:c2hvcnQ=' })).toThrowError(
+      'Invalid configuration: MAIL_JOB_KEY must be comma-separated kid:base64 entries of 32-byte keys',
+    );
+    expect(() => loadConfig({ MAIL_JOB_KEY: `${MAIL_JOB_KEY},${MAIL_JOB_KEY}` })).toThrowError(
+      'Invalid configuration: MAIL_JOB_KEY names a key id twice',
+    );
   });
 
   it('reads TRUST_PROXY as a flag, a hop count or a list of proxies', () => {

@@ -1,8 +1,15 @@
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, readConfig, requireInProduction, shared, variable } from '@tessera/config';
-import { SEND_OTP_JOB_OPTIONS } from '@tessera/contracts';
+import {
+  ConfigError,
+  parseSetting,
+  readConfig,
+  requireInProduction,
+  shared,
+  variable,
+} from '@tessera/config';
+import { type MailJobKeys, parseMailJobKeys } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
 const Int = (
@@ -67,22 +74,7 @@ export const GatewayConfigSchema = Type.Object({
   }),
   mail: Type.Object({
     queuePrefix: shared.bullmqPrefix,
-    retryAttempts: Int(
-      'MAIL_RETRY_ATTEMPTS',
-      SEND_OTP_JOB_OPTIONS.attempts,
-      'Delivery attempts of a code email, fixed when the job is queued.',
-      {
-        maximum: 20,
-      },
-    ),
-    retryBackoffMs: Int(
-      'MAIL_RETRY_BACKOFF_MS',
-      SEND_OTP_JOB_OPTIONS.backoff.delay,
-      'First retry delay of a code email, ms (doubling).',
-      {
-        minimum: 0,
-      },
-    ),
+    jobKey: shared.mailJobKey,
   }),
   jwt: Type.Object({
     issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.'),
@@ -258,8 +250,9 @@ type TrustProxy = boolean | string[] | ((address: string, hop: number) => boolea
 
 /** The gateway's configuration: the schema's shape, with the few values that are parsed further. */
 export type GatewayConfig = Readonly<
-  Omit<Env, 'http' | 'otp' | 'jwt' | 'console'> & {
+  Omit<Env, 'http' | 'mail' | 'otp' | 'jwt' | 'console'> & {
     http: Omit<Env['http'], 'trustProxy' | 'corsOrigins'> & { trustProxy: TrustProxy; corsOrigins: string[] };
+    mail: Omit<Env['mail'], 'jobKey'> & { jobKeys: MailJobKeys };
     otp: Env['otp'] & { secret: string };
     jwt: Env['jwt'] & { privateKeyFile: string };
     console: Env['console'] & { dir: string };
@@ -269,7 +262,8 @@ export type GatewayConfig = Readonly<
 /** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = readConfig(GatewayConfigSchema, env);
-  requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET']]);
+  requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET'], ['MAIL_JOB_KEY']]);
+  const { jobKey, ...mail } = config.mail;
   return Object.freeze({
     ...config,
     http: Object.freeze({
@@ -277,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       trustProxy: parseTrustProxy(config.http.trustProxy),
       corsOrigins: Object.freeze(parseOrigins(config.http.corsOrigins)) as string[],
     }),
+    mail: Object.freeze({ ...mail, jobKeys: parseSetting(() => parseMailJobKeys(jobKey)) }),
     otp: Object.freeze({ ...config.otp, secret: config.otp.secret ?? DEVELOPMENT_OTP_SECRET }),
     jwt: Object.freeze({
       ...config.jwt,

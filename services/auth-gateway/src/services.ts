@@ -45,10 +45,7 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
     clock,
   });
   const activeSessions = createActiveSessionStore(redis);
-  const emails = createEmailQueue(mailQueue, {
-    attempts: config.mail.retryAttempts,
-    backoffMs: config.mail.retryBackoffMs,
-  });
+  const emails = createEmailQueue(mailQueue);
   const sessions = createSessions({
     db,
     activeSessions,
@@ -67,7 +64,7 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
       maxAttempts: config.otp.maxAttempts,
       limits: config.otp,
     }),
-    enqueueOtpEmail: otpEmailQueue(emails),
+    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys),
     startSession: sessions.start,
     securityLog,
     clock,

@@ -4,6 +4,7 @@ import {
   DELETION_SCHEDULED_JOB,
   deletionCancelledJobId,
   deletionScheduledJobId,
+  EMAIL_BACKOFF,
 } from '@tessera/contracts';
 import { createMailWorker } from '@tessera/mailer';
 import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
@@ -618,7 +619,8 @@ describe('emails', () => {
           [DELETION_SCHEDULED_JOB, deletionScheduledJobId(jules.user._id, requestedAgainAt)],
         ].sort(),
       );
-      for (const job of waiting) expect(job.opts).toMatchObject({ attempts: 5, removeOnComplete: true });
+      for (const job of waiting)
+        expect(job.opts).toMatchObject({ backoff: { type: EMAIL_BACKOFF }, removeOnComplete: true });
       // The same job queued again, as a retried enqueue would: still one job.
       const [first] = waiting;
       if (first) await app.mailQueue.add(first.name, first.data, { ...first.opts, jobId: first.id });

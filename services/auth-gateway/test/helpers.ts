@@ -29,6 +29,9 @@ export const GENEROUS_LIMITS = {
  * The real gateway on a database and Redis namespace of its own (APP_ENV=test, so the send-code
  * response carries the code), with generous limits. `env` overrides any variable.
  */
+/** What production requires of `MAIL_JOB_KEY` (tests otherwise use the development key, as their mailers do). */
+export const PRODUCTION_MAIL_JOB_KEY = `test:${Buffer.alloc(32, 7).toString('base64')}`;
+
 export async function startGateway(
   env: Record<string, string> = {},
   { clock = systemClock, logStream }: AppOptions = {},

@@ -2,7 +2,15 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { hooklessSecurityHeaders } from '../src/plugins/http-security.ts';
-import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  bearer,
+  body,
+  PRODUCTION_MAIL_JOB_KEY,
+  post,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 const APP = 'https://app.example.com';
 const OTHER = 'https://evil.example.net';
@@ -14,7 +22,7 @@ let production: TestGateway;
 beforeAll(async () => {
   [withCors, production] = await Promise.all([
     startGateway({ CORS_ORIGINS: `${APP}, http://localhost:5173` }),
-    startGateway({ APP_ENV: 'production' }),
+    startGateway({ APP_ENV: 'production', MAIL_JOB_KEY: PRODUCTION_MAIL_JOB_KEY }),
   ]);
 });
 afterAll(() => Promise.all([withCors?.close(), production?.close()]));

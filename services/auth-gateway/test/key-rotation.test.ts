@@ -15,6 +15,7 @@ import {
   body,
   GENEROUS_LIMITS,
   manualClock,
+  PRODUCTION_MAIL_JOB_KEY,
   post,
   signIn,
   startGateway,
@@ -218,7 +219,7 @@ describe('bad key material', () => {
         `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${rsaFile}: unsupported key (rsa; use Ed25519 or P-256)`,
       ],
       [
-        { APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: missing },
+        { APP_ENV: 'production', MAIL_JOB_KEY: PRODUCTION_MAIL_JOB_KEY, JWT_PRIVATE_KEY_FILE: missing },
         `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${missing}: cannot read the file (ENOENT)`,
       ],
     ];

@@ -1,4 +1,4 @@
-import { EMAIL_QUEUE, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
+import { EMAIL_BACKOFF, EMAIL_QUEUE, openCode, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,10 +55,15 @@ describe('POST /api/v1/auth/send-otp-email', () => {
     const [job] = jobs;
     expect(job?.name).toBe(SEND_OTP_JOB);
     expect(job?.id).toMatch(/^otp-[0-9a-f-]{36}$/);
-    expect(job?.data.code).toBe(data.code);
+    // Sealed for the mailer: the job in Redis holds no code in clear.
+    expect(job?.data).not.toHaveProperty('code');
+    expect(JSON.stringify(job?.data)).not.toMatch(new RegExp(`(?<!\\d)${data.code}(?!\\d)`));
+    expect(openCode(job?.data.sealedCode ?? '', 'carol@example.com', gateway.config.mail.jobKeys)).toBe(
+      data.code,
+    );
     expect(Date.parse(job?.data.expiresAt ?? '') - Date.now()).toBeGreaterThan(290_000);
-    // Retried as configured: MAIL_RETRY_ATTEMPTS (5) with exponential backoff from MAIL_RETRY_BACKOFF_MS.
-    expect(job?.opts).toMatchObject({ attempts: 5, backoff: { type: 'exponential', delay: 1000 } });
+    // The mailer retries it until the code expires, with its backoff strategy.
+    expect(job?.opts).toMatchObject({ backoff: { type: EMAIL_BACKOFF } });
 
     const stored = await redisEntries();
     expect(stored).not.toContain('carol@example.com');

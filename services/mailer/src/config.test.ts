@@ -29,6 +29,17 @@ describe('loadConfig', () => {
     ).toBe('Invalid configuration: MAIL_FROM is required when APP_ENV=production');
   });
 
+  it('refuses production without MAIL_JOB_KEY, the key that opens the codes of the jobs', () => {
+    expect(
+      startupError({
+        APP_ENV: 'production',
+        SMTP_URL: 'smtps://smtp.example.com:465',
+        MAIL_FROM: 'a@example.com',
+      }),
+    ).toBe('Invalid configuration: MAIL_JOB_KEY is required when APP_ENV=production');
+    expect(startupError({ MAIL_JOB_KEY: 'k1' })).toMatch(/^Invalid configuration: MAIL_JOB_KEY must be /);
+  });
+
   it('names a MAILER_CONCURRENCY that is not a whole number in range', () => {
     expect(startupError({ MAILER_CONCURRENCY: 'abc' })).toBe(
       'Invalid configuration: MAILER_CONCURRENCY must be integer',
@@ -53,7 +64,7 @@ describe('loadConfig', () => {
   it('has operations defaults: metrics on 0.0.0.0:9464, no rate limit, 30 s to finish jobs on SIGTERM', () => {
     expect(loadConfig({})).toMatchObject({
       ops: { host: '0.0.0.0', port: 9464 },
-      worker: { rateLimit: 0 },
+      worker: { rateLimit: 0, lockDuration: 10_000, stalledInterval: 5000 },
       shutdownTimeout: 30,
     });
     expect(loadConfig({ MAILER_RATE_LIMIT: '50', MAILER_METRICS_PORT: '0' })).toMatchObject({

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
-import { readConfig, requireInProduction, shared, variable } from '@tessera/config';
+import { parseSetting, readConfig, requireInProduction, shared, variable } from '@tessera/config';
+import { type MailJobKeys, parseMailJobKeys } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
 const queue = Type.Object({
@@ -15,6 +16,7 @@ export const MailerConfigSchema = Type.Object({
   log: Type.Object({ level: shared.logLevel }),
   shutdownTimeout: shared.shutdownTimeout,
   queue,
+  mailJobKey: shared.mailJobKey,
   smtp: Type.Object({
     url: Type.Optional(
       variable(
@@ -61,6 +63,25 @@ export const MailerConfigSchema = Type.Object({
           "Most emails per second, all mailer processes together (BullMQ's limiter); `0` = no limit.",
       }),
     ),
+    lockDuration: variable(
+      'MAILER_LOCK_DURATION_MS',
+      Type.Integer({
+        minimum: 500,
+        maximum: 300_000,
+        default: 10_000,
+        description:
+          "How long a mailer's hold on a job lasts unless renewed (it renews every half of this while it sends, however slow SMTP is); a crashed mailer's jobs are queued again within this plus `MAILER_STALLED_INTERVAL_MS`.",
+      }),
+    ),
+    stalledInterval: variable(
+      'MAILER_STALLED_INTERVAL_MS',
+      Type.Integer({
+        minimum: 100,
+        maximum: 300_000,
+        default: 5000,
+        description: 'How often a mailer looks for jobs whose mailer crashed, and queues them again.',
+      }),
+    ),
   }),
   ops: Type.Object({
     port: variable(
@@ -79,14 +100,17 @@ export const MailerConfigSchema = Type.Object({
   }),
 });
 
-export type MailerConfig = Static<typeof MailerConfigSchema>;
+type Env = Static<typeof MailerConfigSchema>;
+
+/** The mailer's configuration: the schema's shape, with `MAIL_JOB_KEY` parsed. */
+export type MailerConfig = Readonly<Omit<Env, 'mailJobKey'> & { mailJobKeys: MailJobKeys }>;
 
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
-  const config = readConfig(MailerConfigSchema, env);
+  const { mailJobKey, ...config } = readConfig(MailerConfigSchema, env);
   // Checked on the raw environment: MAIL_FROM has a default that production must not rely on.
-  requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM']]);
-  return config;
+  requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM'], ['MAIL_JOB_KEY']]);
+  return Object.freeze({ ...config, mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey)) });
 }
 
 export type QueueConfig = Static<typeof queue>;

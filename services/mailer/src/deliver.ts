@@ -1,8 +1,11 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Email, MailTransport } from './transport.ts';
 
-/** What an email job comes to: sent, or skipped because the email would no longer be true. */
-export type EmailResult = { sent: true } | { skipped: 'expired' };
+/**
+ * What an email job comes to: sent; skipped because the email would no longer be true; or skipped
+ * because SMTP had already accepted it, in a run that ended before the job completed.
+ */
+export type EmailResult = { sent: true } | { skipped: 'expired' | 'delivered' };
 
 /**
  * Sends one email of a job. An SMTP 5xx (e.g. no such mailbox) will not get better: the job fails

@@ -20,7 +20,7 @@ const config = loadOrExit(loadConfig);
 const logger = pino({
   name: 'mailer',
   level: config.log.level,
-  // ioredis attaches the failed command to its errors; a job's data in it holds a code.
+  // ioredis attaches the failed command to its errors; a job's data in it holds an address.
   redact: ['err.command'],
   mixin: traceFields,
   ...prettyInDevelopment(config.env, import.meta.url),

@@ -2,12 +2,12 @@ import type { ObservableResult } from '@opentelemetry/api';
 import { meter, withTimeout } from '@tessera/telemetry';
 import type { Queue } from 'bullmq';
 
-const OUTCOMES = ['sent', 'failed', 'retried', 'skipped_expired'] as const;
+const OUTCOMES = ['sent', 'failed', 'retried', 'expired'] as const;
 
 /** `tessera_emails_total{outcome}` in Prometheus. */
 export const emails = meter.createCounter<{ outcome: (typeof OUTCOMES)[number] }>('tessera.emails', {
   description:
-    'Emails (codes, account notices) by outcome: sent, failed (no attempt left), retried (a failed attempt that will be retried) or skipped_expired',
+    'Emails (codes, account notices) by outcome: sent, failed (for good), retried (a failed attempt that will be retried) or expired (its deadline passed before it could be sent)',
 });
 // Every series from the start, so that rate() and alerts see the first email too.
 for (const outcome of OUTCOMES) emails.add(0, { outcome });

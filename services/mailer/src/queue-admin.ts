@@ -64,7 +64,7 @@ export async function retryFailed(queue: EmailQueue, now: Date, id?: string): Pr
     // Only a code email expires or is redacted; the worker itself skips an outdated account notice.
     const code = job.name === SEND_OTP_JOB;
     if (code && !(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
-    else if (code && REDACTED.test(String(job.data?.code))) report.skippedRedacted += 1;
+    else if (code && REDACTED.test(String(job.data?.sealedCode))) report.skippedRedacted += 1;
     else {
       // A new delivery with the job's whole retry policy, as if just queued.
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });

@@ -1,11 +1,17 @@
-import type { SendOtpJobData } from '@tessera/contracts';
-import { deliver, type EmailResult } from './deliver.ts';
+import { type MailJobKeys, openCode, type SendOtpJobData, UnknownMailJobKeyError } from '@tessera/contracts';
+import { UnrecoverableError } from 'bullmq';
+import { deliver } from './deliver.ts';
 import type { Email, MailTransport } from './transport.ts';
 
-export type SendOtpResult = EmailResult;
+/** What the code email says: the code, to whom, and until when. */
+export interface OtpEmail {
+  to: string;
+  code: string;
+  expiresAt: string;
+}
 
 /** The code email: the code in the subject and in both bodies. */
-export function composeOtpEmail({ to, code, expiresAt }: SendOtpJobData, now: Date): Email {
+export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date): Email {
   const minutes = Math.max(1, Math.round((Date.parse(expiresAt) - now.getTime()) / 60_000));
   const validity = `It expires in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
   const ignore = 'If you did not ask to sign in, you can ignore this email.';
@@ -21,16 +27,28 @@ export function composeOtpEmail({ to, code, expiresAt }: SendOtpJobData, now: Da
   };
 }
 
+/** The code of a job; a seal that does not open with a known key will never open, so it is not retried. */
+function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
+  try {
+    return openCode(sealedCode, to, keys);
+  } catch (error) {
+    // A key id this mailer lacks may come with its next deploy (a rotation under way): retried.
+    if (error instanceof UnknownMailJobKeyError) throw error;
+    throw new UnrecoverableError((error as Error).message);
+  }
+}
+
 /**
- * Delivers one code email. A code that has already expired is skipped (the user has asked for a
- * new one by now); an SMTP 5xx (e.g. no such mailbox) will not get better and is not retried.
+ * Delivers one code email (the worker has checked the code has not expired). An SMTP 5xx (e.g. no
+ * such mailbox) will not get better and is not retried.
  */
 export async function sendOtp(
   data: SendOtpJobData,
   transport: MailTransport,
   now: Date,
-): Promise<SendOtpResult> {
-  if (Date.parse(data.expiresAt) <= now.getTime()) return { skipped: 'expired' };
-  await deliver(transport, composeOtpEmail(data, now));
+  keys: MailJobKeys,
+): Promise<{ sent: true }> {
+  const code = opened(data, keys);
+  await deliver(transport, composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now));
   return { sent: true };
 }

@@ -5,6 +5,7 @@ import {
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
+  type MailJobKeys,
   REDACTED_CODE,
   SEND_OTP_JOB,
 } from '@tessera/contracts';
@@ -16,8 +17,10 @@ import { Value } from 'typebox/value';
 import type { MailerConfig } from './config.ts';
 import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.job.ts';
 import type { EmailResult } from './deliver.ts';
+import { createDeliveriesStore } from './deliveries.store.ts';
 import { maskEmail } from './mask.ts';
 import { emails, observeQueueJobs } from './metrics.ts';
+import { BACKOFF, type Backoff, backoffDelay, deliveryDeadline, ExpiredError } from './retry-policy.ts';
 import { sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';
 
@@ -26,6 +29,7 @@ export interface MailWorkerOptions {
   transport: MailTransport;
   logger: Logger;
   now?: () => Date;
+  backoff?: Backoff;
 }
 
 type EmailJobData = EmailJobs[EmailJobName];
@@ -33,6 +37,7 @@ type Sender<N extends EmailJobName> = (
   data: EmailJobs[N],
   transport: MailTransport,
   now: Date,
+  keys: MailJobKeys,
 ) => Promise<EmailResult>;
 
 /** What sends each job of the `email` queue, by job name. */
@@ -44,39 +49,80 @@ const SENDERS: { [N in EmailJobName]: Sender<N> } = {
 
 const isEmailJob = (name: string): name is EmailJobName => Object.hasOwn(SENDERS, name);
 
-/** Checks a job's data against the contract, then sends it with the sender of its name. */
-function send<N extends EmailJobName>(name: N, data: unknown, transport: MailTransport, now: Date) {
+/** Checks a job's data against the contract. */
+function checked<N extends EmailJobName>(name: N, data: unknown): EmailJobs[N] {
   if (!Value.Check(EMAIL_JOB_DATA[name], data)) throw new UnrecoverableError(`Malformed ${name} job data`);
-  return SENDERS[name](data as EmailJobs[N], transport, now);
+  return data as EmailJobs[N];
 }
 
-/** Whether a failed attempt was the job's last, given the attempts counted so far (this one included). */
-const isLastAttempt = (job: Job, error: unknown, attemptsCounted: number) =>
-  error instanceof UnrecoverableError || attemptsCounted >= (job.opts.attempts ?? 1);
+const send = <N extends EmailJobName>(
+  name: N,
+  data: EmailJobs[N],
+  transport: MailTransport,
+  now: Date,
+  keys: MailJobKeys,
+) => SENDERS[name](data, transport, now, keys);
 
-/** The BullMQ worker of the `email` queue; run as many mailer processes as the queue needs. */
-export function createMailWorker({ config, transport, logger, now = () => new Date() }: MailWorkerOptions) {
+/** Whether a failed send-otp job still holds its sealed code. */
+const holdsCode = (job: Job) =>
+  job.name === SEND_OTP_JOB &&
+  typeof job.data?.sealedCode === 'string' &&
+  job.data.sealedCode !== REDACTED_CODE;
+
+/**
+ * Whether a failed attempt was the job's last: a permanent failure (expiry included), the attempts
+ * backstop reached, or a stalled job failed by BullMQ.
+ */
+const isFinal = (job: Job, error: Error) =>
+  error instanceof UnrecoverableError ||
+  error.name === 'UnrecoverableError' ||
+  job.attemptsMade >= (job.opts.attempts ?? 1);
+
+/**
+ * The BullMQ worker of the `email` queue; run as many mailer processes as the queue needs. A job is
+ * retried with capped exponential backoff until its deadline (`deliveryDeadline`), sent at most once
+ * (SMTP's acceptance is recorded before the job completes), and a job that ends undelivered keeps no code.
+ */
+export function createMailWorker({
+  config,
+  transport,
+  logger,
+  now = () => new Date(),
+  backoff = BACKOFF,
+}: MailWorkerOptions) {
   const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
   // The worker itself reports connection errors ('error' below).
   const connection = createRedis(redisTarget, 'worker', () => {});
+  const deliveries = createDeliveriesStore(connection, config.queue.prefix);
 
   const worker = new Worker<EmailJobData, EmailResult>(
     EMAIL_QUEUE,
     async (job) => {
       const { name } = job;
+      const jobId = job.id ?? '';
       if (!isEmailJob(name)) throw new UnrecoverableError(`Unknown job ${name}`);
+      const data = checked(name, job.data);
+      if (await deliveries.wasDelivered(jobId)) {
+        logger.info({ jobId, to: maskEmail(data.to) }, `${name} already accepted by SMTP, not sent again`);
+        return { skipped: 'delivered' };
+      }
+      const deadline = deliveryDeadline(job);
+      if (now().getTime() >= deadline) throw new ExpiredError('Expired before it could be sent');
+
+      let result: EmailResult;
       try {
-        const result = await send(name, job.data, transport, now());
-        emails.add(1, { outcome: 'sent' in result ? 'sent' : 'skipped_expired' });
-        logger.info({ jobId: job.id, to: maskEmail(job.data.to), ...result }, `${name} done`);
-        return result;
+        result = await send(name, data, transport, now(), config.mailJobKeys);
       } catch (error) {
-        // The last attempt failed: the job is kept for inspection, so it must not keep a usable code.
-        // BullMQ counts this attempt only after the processor returns.
-        if (name === SEND_OTP_JOB && isLastAttempt(job, error, job.attemptsMade + 1))
-          await job.updateData({ ...job.data, code: REDACTED_CODE });
+        // BullMQ would retry after this delay: past the deadline, the email is no longer worth it.
+        const retryAt = now().getTime() + backoffDelay(job.attemptsMade + 1, backoff);
+        if (!(error instanceof UnrecoverableError) && retryAt >= deadline)
+          throw new ExpiredError(`Expired before it could be sent (last error: ${(error as Error).message})`);
         throw error;
       }
+      if ('sent' in result) await deliveries.recordDelivered(jobId, deadline, now().getTime());
+      emails.add(1, { outcome: 'sent' in result ? 'sent' : 'expired' });
+      logger.info({ jobId, to: maskEmail(data.to), ...result }, `${name} done`);
+      return result;
     },
     {
       connection,
@@ -84,6 +130,10 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
       concurrency: config.worker.concurrency,
       // BullMQ keeps the limiter in Redis: the maximum holds for all mailer processes together.
       ...(config.worker.rateLimit > 0 && { limiter: { max: config.worker.rateLimit, duration: 1000 } }),
+      // Renewed every half of it while a job runs, however slow the SMTP server.
+      lockDuration: config.worker.lockDuration,
+      stalledInterval: config.worker.stalledInterval,
+      settings: { backoffStrategy: (retry: number) => backoffDelay(retry, backoff) },
       // A job's span continues the trace of the request that queued it.
       telemetry: bullmqTelemetry(),
     },
@@ -91,12 +141,18 @@ export function createMailWorker({ config, transport, logger, now = () => new Da
 
   worker.on('failed', (job: Job<EmailJobData> | undefined, error: Error) => {
     if (!job) return;
-    const final = isLastAttempt(job, error, job.attemptsMade);
-    emails.add(1, { outcome: final ? 'failed' : 'retried' });
+    const final = isFinal(job, error);
+    emails.add(1, { outcome: error instanceof ExpiredError ? 'expired' : final ? 'failed' : 'retried' });
     logger.warn(
       { jobId: job.id, attempt: job.attemptsMade, final, reason: error.message },
       `${job.name} failed`,
     );
+    // Kept for inspection, the job must not keep a usable code; this also covers a job BullMQ fails
+    // after it stalled too often, which the processor never sees.
+    if (final && holdsCode(job))
+      job.updateData({ ...job.data, sealedCode: REDACTED_CODE }).catch((err: unknown) => {
+        logger.error({ err, jobId: job.id }, 'could not redact the code of a failed job');
+      });
   });
   worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
 

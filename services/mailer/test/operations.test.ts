@@ -1,8 +1,10 @@
 import {
   EMAIL_QUEUE,
+  parseMailJobKeys,
   SEND_OTP_JOB,
   SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
+  sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
@@ -66,7 +68,11 @@ describe('GET /metrics', () => {
     const delivered = sink.waitFor((mail) => mail.to.includes('ivan@example.com'));
     await queue.add(
       SEND_OTP_JOB,
-      { to: 'ivan@example.com', code: '4826', expiresAt: new Date(Date.now() + 300_000).toISOString() },
+      {
+        to: 'ivan@example.com',
+        sealedCode: sealCode('4826', 'ivan@example.com', parseMailJobKeys()),
+        expiresAt: new Date(Date.now() + 300_000).toISOString(),
+      },
       { ...SEND_OTP_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
     );
     await delivered;
@@ -82,6 +88,7 @@ describe('GET /metrics', () => {
     expect(metrics.body).toContain('# TYPE tessera_emails_total counter');
     expect(metrics.body).toMatch(/^tessera_emails_total\{outcome="sent"\} 1$/m);
     expect(metrics.body).toMatch(/^tessera_emails_total\{outcome="failed"\} 0$/m);
+    expect(metrics.body).toMatch(/^tessera_emails_total\{outcome="expired"\} 0$/m);
     expect(metrics.body).toContain('# TYPE tessera_email_queue_jobs gauge');
     for (const state of ['waiting', 'active', 'delayed', 'failed'])
       expect(metrics.body).toMatch(new RegExp(`^tessera_email_queue_jobs\\{state="${state}"\\} 0$`, 'm'));
@@ -94,7 +101,7 @@ describe('GET /metrics', () => {
     try {
       const data = {
         to: 'judy@example.com',
-        code: '5937',
+        sealedCode: sealCode('5937', 'judy@example.com', parseMailJobKeys()),
         expiresAt: new Date(Date.now() + 300_000).toISOString(),
       };
       await queue.add(SEND_OTP_JOB, data, {

@@ -3,9 +3,11 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
   EMAIL_QUEUE,
+  parseMailJobKeys,
   REDACTED_CODE,
   SEND_OTP_JOB,
   type SendOtpJobData,
+  sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
 import { createTestRedis, type TestRedis } from '@tessera/testing';
@@ -48,18 +50,25 @@ const jobId = (n: number) => sendOtpJobId(`00000000-0000-4000-8000-${String(n).p
 /** True when `code` appears as a number of its own (not inside a longer one, like a timestamp). */
 const mentions = (text: string, code: string) => new RegExp(`(?<!\\d)${code}(?!\\d)`).test(text);
 
+const keys = parseMailJobKeys();
+/** The codes of this file, in clear, that no output may show. */
+const codes: string[] = [];
+const otpJob = (to: string, code: string, expiresAt: string): SendOtpJobData => {
+  codes.push(code);
+  return { to, sealedCode: sealCode(code, to, keys), expiresAt };
+};
+
 const failing: Array<[number, SendOtpJobData]> = [
-  [1, { to: 'alice@example.com', code: '4826', expiresAt: minutesFromNow(5) }],
-  [2, { to: 'bob@example.com', code: '5937', expiresAt: minutesFromNow(5) }],
-  [3, { to: 'carol@example.com', code: '6148', expiresAt: minutesFromNow(-1) }],
-  [4, { to: 'dave@example.com', code: REDACTED_CODE, expiresAt: minutesFromNow(5) }],
+  [1, otpJob('alice@example.com', '4826', minutesFromNow(5))],
+  [2, otpJob('bob@example.com', '5937', minutesFromNow(5))],
+  [3, otpJob('carol@example.com', '6148', minutesFromNow(-1))],
+  [4, { to: 'dave@example.com', sealedCode: REDACTED_CODE, expiresAt: minutesFromNow(5) }],
 ];
 const pending: Array<[number, SendOtpJobData]> = [
-  [5, { to: 'erin@example.com', code: '7253', expiresAt: minutesFromNow(5) }],
-  [6, { to: 'frank@example.com', code: '8364', expiresAt: minutesFromNow(5) }],
-  [7, { to: 'grace@example.com', code: '9475', expiresAt: minutesFromNow(5) }],
+  [5, otpJob('erin@example.com', '7253', minutesFromNow(5))],
+  [6, otpJob('frank@example.com', '8364', minutesFromNow(5))],
+  [7, otpJob('grace@example.com', '9475', minutesFromNow(5))],
 ];
-const codes = [...failing, ...pending].map(([, data]) => data.code).filter((code) => code !== REDACTED_CODE);
 
 beforeAll(async () => {
   redis = createTestRedis();

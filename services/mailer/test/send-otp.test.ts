@@ -4,21 +4,22 @@ import {
   SEND_OTP_JOB,
   SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
+  sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
 import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
-import { type Job, type JobsOptions, Queue } from 'bullmq';
+import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import type { SendOtpResult } from '../src/send-otp.job.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type MailerConfig } from '../src/config.ts';
+import type { EmailResult } from '../src/deliver.ts';
 import { createTransport, type MailTransport } from '../src/transport.ts';
 import { createMailWorker } from '../src/worker.ts';
 
 const MAIL_FROM = 'Tessera <no-reply@tessera.test>';
-// 50 ms instead of the contract's 1 s base delay, so a test that retries takes well under a second.
-const FAST_BACKOFF = { backoff: { type: 'exponential', delay: 50 } } satisfies JobsOptions;
+// 20 ms doubling to 100 ms instead of 1 s to 15 s, so that dozens of retries take about a second.
+const FAST_BACKOFF = { firstMs: 20, maxMs: 100 };
 
 let redis: TestRedis;
 let sink: SmtpSink;
@@ -26,13 +27,16 @@ let transport: MailTransport;
 let mailWorker: ReturnType<typeof createMailWorker>;
 let queue: Queue<SendOtpJobData>;
 let inspector: Redis;
+let config: MailerConfig;
+/** The mailer's clock: the wall clock moved by `clockShift` ms, for codes that expire mid-test. */
+let clockShift = 0;
 /** Every line the mailer logged, as written (JSON). */
 const lines: string[] = [];
 
 beforeAll(async () => {
   redis = createTestRedis();
   sink = await startSmtpSink();
-  const config = loadConfig({
+  config = loadConfig({
     APP_ENV: 'test',
     REDIS_URL: redis.url,
     BULLMQ_PREFIX: redis.bullmqPrefix,
@@ -43,12 +47,23 @@ beforeAll(async () => {
   transport = createTransport(config);
   // `base: null` drops pid and hostname, so no number in a log line can equal a code by chance.
   const logger = pino({ level: config.log.level, base: null }, { write: (line: string) => lines.push(line) });
-  mailWorker = createMailWorker({ config, transport, logger });
+  mailWorker = createMailWorker({
+    config,
+    transport,
+    logger,
+    now: () => new Date(Date.now() + clockShift),
+    backoff: FAST_BACKOFF,
+  });
   queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
     connection: { url: redis.url },
     prefix: redis.bullmqPrefix,
   });
   inspector = new Redis(redis.url);
+});
+
+afterEach(() => {
+  clockShift = 0;
+  sink.failNext(0);
 });
 
 afterAll(async () => {
@@ -73,19 +88,30 @@ function nextJobId() {
   return sendOtpJobId(`00000000-0000-4000-8000-${String(issued).padStart(12, '0')}`);
 }
 
+interface CodeEmail {
+  to: string;
+  code: string;
+  expiresAt: string;
+}
+
+/** A code email's job data as the gateway queues it: the code sealed with the (development) key. */
+function jobData({ to, code, expiresAt }: CodeEmail): SendOtpJobData {
+  codesSent.add(code);
+  return { to, sealedCode: sealCode(code, to, config.mailJobKeys), expiresAt };
+}
+
 /** Enqueues a code email exactly as the gateway does; `outcome` settles when the worker is done with it. */
-async function send(data: SendOtpJobData, options: JobsOptions = {}, jobId = nextJobId()) {
-  codesSent.add(data.code);
+async function send(email: CodeEmail, jobId = nextJobId()) {
   const outcome = settled(jobId);
   outcome.catch(() => {}); // awaited by the test; this only keeps a failed enqueue from leaving it unhandled
-  await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId, ...options });
+  await queue.add(SEND_OTP_JOB, jobData(email), { ...SEND_OTP_JOB_OPTIONS, jobId });
   return { jobId, outcome };
 }
 
 const inMinutes = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString();
 
 type Outcome =
-  | { state: 'completed'; job: Job<SendOtpJobData>; result: SendOtpResult }
+  | { state: 'completed'; job: Job<SendOtpJobData>; result: EmailResult }
   | { state: 'failed'; job: Job<SendOtpJobData>; error: Error };
 
 /**
@@ -102,7 +128,7 @@ function settled(jobId: string, timeoutMs = 10_000): Promise<Outcome> {
       resolve(outcome);
     };
     // The worker takes every job of the queue; those of this file are send-otp jobs.
-    const onCompleted = (job: Job, result: SendOtpResult) => {
+    const onCompleted = (job: Job, result: EmailResult) => {
       if (job.id === jobId) finish({ state: 'completed', job, result });
     };
     const onFailed = (job: Job | undefined, error: Error) => {
@@ -128,7 +154,7 @@ async function redactedJob(jobId: string, timeoutMs = 5_000): Promise<Job<SendOt
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await queue.getJob(jobId);
-    if (job?.data.code === REDACTED_CODE || Date.now() > deadline) {
+    if (job?.data.sealedCode === REDACTED_CODE || Date.now() > deadline) {
       if (!job) throw new Error(`job ${jobId} is not retained`);
       return job;
     }
@@ -158,6 +184,12 @@ async function everythingStoredInRedis(): Promise<string> {
   return parts.join('\n');
 }
 
+/** The `failed` events' log entries of a job. */
+const failuresOf = (jobId: string) =>
+  lines
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.jobId === jobId && entry.msg === 'send-otp failed');
+
 describe('send-otp jobs', () => {
   it('delivers the code by SMTP and keeps nothing of it in Redis', async () => {
     const { jobId, outcome } = await send({ to: 'alice@example.com', code: '4826', expiresAt: inMinutes(5) });
@@ -173,25 +205,45 @@ describe('send-otp jobs', () => {
     expect(mail?.text).toContain('It expires in 5 minutes.');
     expect(mail?.html).toMatch(/<p[^>]*>4826<\/p>/);
 
-    // removeOnComplete: the delivered job, and with it the code, is gone.
+    // removeOnComplete: the delivered job is gone; what stays is the record that SMTP accepted it.
     expect(await queue.getJob(jobId)).toBeUndefined();
+    expect(await inspector.exists(`${redis.bullmqPrefix}:${EMAIL_QUEUE}:delivered:${jobId}`)).toBe(1);
     expect(mentions(await everythingStoredInRedis(), '4826')).toBe(false);
   });
 
+  it('holds the code of a queued job only sealed: the job hash in Redis has no code in clear', async () => {
+    await mailWorker.worker.pause();
+    let sent: Awaited<ReturnType<typeof send>>;
+    try {
+      sent = await send({ to: 'amy@example.com', code: '5372', expiresAt: inMinutes(5) });
+      const hash = await inspector.hgetall(`${redis.bullmqPrefix}:${EMAIL_QUEUE}:${sent.jobId}`);
+      expect(JSON.parse(hash.data ?? '{}')).toMatchObject({
+        to: 'amy@example.com',
+        sealedCode: expect.any(String),
+      });
+      expect(mentions(JSON.stringify(hash), '5372')).toBe(false);
+      expect(mentions(await everythingStoredInRedis(), '5372')).toBe(false);
+    } finally {
+      await mailWorker.worker.resume();
+    }
+    expect(await sent.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
+    expect(mailsTo('amy@example.com').map((mail) => mail.subject)).toEqual(['5372 is your sign-in code']);
+  });
+
   it('sends one email when the same code is enqueued twice', async () => {
-    const data = { to: 'bob@example.com', code: '5937', expiresAt: inMinutes(5) };
+    const data = jobData({ to: 'bob@example.com', code: '5937', expiresAt: inMinutes(5) });
     // Paused so that both enqueues certainly land while the first job still waits, as when the
     // gateway retries an enqueue whose reply was lost.
     await mailWorker.worker.pause();
-    let first: Awaited<ReturnType<typeof send>>;
+    const jobId = nextJobId();
+    const outcome = settled(jobId);
     try {
-      first = await send(data);
-      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId: first.jobId });
+      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId });
+      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId });
       expect(await queue.getWaitingCount()).toBe(1);
     } finally {
       await mailWorker.worker.resume();
     }
-    const { outcome } = first;
 
     expect(await outcome).toMatchObject({ state: 'completed' });
     // Nothing is left that could still send, so one email is the final count.
@@ -204,12 +256,21 @@ describe('send-otp jobs', () => {
     expect(mailsTo('bob@example.com')).toHaveLength(1);
   });
 
+  it('does not send again a job whose email SMTP has already accepted', async () => {
+    // As after a mailer crash between the acceptance and the job's completion: the same job (same
+    // id, same data) runs again.
+    const email = { to: 'bill@example.com', code: '3728', expiresAt: inMinutes(5) };
+    const first = await send(email);
+    expect(await first.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
+
+    const again = await send(email, first.jobId);
+    expect(await again.outcome).toMatchObject({ state: 'completed', result: { skipped: 'delivered' } });
+    expect(mailsTo('bill@example.com')).toHaveLength(1);
+  });
+
   it('retries a temporary SMTP failure with backoff and delivers once', async () => {
     sink.failNext(2); // 451, twice
-    const { jobId, outcome } = await send(
-      { to: 'carol@example.com', code: '6148', expiresAt: inMinutes(5) },
-      FAST_BACKOFF,
-    );
+    const { jobId, outcome } = await send({ to: 'carol@example.com', code: '6148', expiresAt: inMinutes(5) });
 
     const result = await outcome;
     expect(result.state).toBe('completed');
@@ -217,9 +278,7 @@ describe('send-otp jobs', () => {
     expect(mailsTo('carol@example.com')).toHaveLength(1);
     expect(mailsTo('carol@example.com')[0]?.subject).toBe('6148 is your sign-in code');
 
-    const failures = lines
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .filter((entry) => entry.jobId === jobId && entry.msg === 'send-otp failed');
+    const failures = failuresOf(jobId);
     expect(failures.map(({ attempt, final, level }) => ({ attempt, final, level }))).toEqual([
       { attempt: 1, final: false, level: 40 },
       { attempt: 2, final: false, level: 40 },
@@ -227,20 +286,64 @@ describe('send-otp jobs', () => {
     expect(String(failures[0]?.reason)).toContain('451');
   });
 
-  it('skips a code that has already expired: no email, and the job completes', async () => {
+  it('keeps retrying through an outage longer than 5 attempts, and delivers every code once', async () => {
+    // 40 refusals over 4 codes: at least one code fails 10 times, twice the retries it used to get.
+    sink.failNext(40);
+    const emails = ['4273', '4385', '4497', '4519'].map((code, i) => ({
+      to: `outage${i}@example.com`,
+      code,
+      expiresAt: inMinutes(5),
+    }));
+    const sent = await Promise.all(emails.map((email) => send(email)));
+
+    const results = await Promise.all(sent.map(({ outcome }) => outcome));
+    expect(results.map((result) => result.state)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    const attempts = results.map((result) => result.job.attemptsMade);
+    expect(attempts.reduce((sum, n) => sum + n, 0)).toBe(40 + emails.length);
+    expect(Math.max(...attempts)).toBeGreaterThanOrEqual(11);
+    for (const { to, code } of emails)
+      expect(mailsTo(to).map((mail) => mail.subject)).toEqual([`${code} is your sign-in code`]);
+  });
+
+  it('drops a code that expires during an outage: no email, the job fails as expired and holds no code', async () => {
+    sink.failNext(1_000_000);
+    const { jobId, outcome } = await send({ to: 'dan@example.com', code: '8592', expiresAt: inMinutes(1) });
+    // Retrying while the code is valid…
+    for (let i = 0; i < 400 && failuresOf(jobId).length < 3; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(failuresOf(jobId).length).toBeGreaterThanOrEqual(3);
+    // …until the mailer's clock passes the code's expiry.
+    clockShift = 61_000;
+
+    const result = await outcome;
+    expect(result.state).toBe('failed');
+    // Expired when the next attempt starts, or when a failed one finds no retry worth making.
+    expect(result.job.failedReason).toMatch(/^Expired before it could be sent/);
+    expect(mailsTo('dan@example.com')).toEqual([]);
+    expect((await redactedJob(jobId)).data.sealedCode).toBe(REDACTED_CODE);
+    expect(failuresOf(jobId).at(-1)).toMatchObject({ final: true });
+    expect(mentions(await everythingStoredInRedis(), '8592')).toBe(false);
+  });
+
+  it('drops a code that expired while it waited, without trying to send it', async () => {
     const { jobId, outcome } = await send({ to: 'dave@example.com', code: '7253', expiresAt: inMinutes(-1) });
 
-    expect(await outcome).toMatchObject({ state: 'completed', result: { skipped: 'expired' } });
+    const result = await outcome;
+    expect(result).toMatchObject({ state: 'failed', job: { attemptsMade: 1 } });
     expect(mailsTo('dave@example.com')).toEqual([]);
-    expect(await queue.getJob(jobId)).toBeUndefined();
-    expect(lines.some((line) => line.includes(jobId) && line.includes('"skipped":"expired"'))).toBe(true);
+    expect((await redactedJob(jobId)).failedReason).toBe('Expired before it could be sent');
   });
 
   it('does not retry a permanent SMTP rejection, and redacts the code of the failed job', async () => {
     sink.failNext(1, 550);
-    const data = { to: 'erin@example.com', code: '8364', expiresAt: inMinutes(5) };
-    // The contract's own backoff: were the job retried, the retry would be accepted and the job complete.
-    const { jobId, outcome } = await send(data);
+    const email = { to: 'erin@example.com', code: '8364', expiresAt: inMinutes(5) };
+    // Were the job retried, the retry would be accepted and the job complete.
+    const { jobId, outcome } = await send(email);
 
     const result = await outcome;
     expect(result.state).toBe('failed');
@@ -249,14 +352,22 @@ describe('send-otp jobs', () => {
     expect(mailsTo('erin@example.com')).toEqual([]);
 
     const retained = await redactedJob(jobId);
-    expect(retained.data).toEqual({ ...data, code: REDACTED_CODE });
+    expect(retained.data).toEqual({ to: email.to, expiresAt: email.expiresAt, sealedCode: REDACTED_CODE });
     expect(retained.failedReason).toBe('SMTP rejected the message permanently (550)');
     expect(mentions(await everythingStoredInRedis(), '8364')).toBe(false);
   });
 
   it('fails a job with malformed data at once, without sending', async () => {
-    const data = { to: 'fred@example.com', code: '5197', expiresAt: 'tomorrow' };
-    const { jobId, outcome } = await send(data);
+    const jobId = nextJobId();
+    const outcome = settled(jobId);
+    await queue.add(
+      SEND_OTP_JOB,
+      { ...jobData({ to: 'fred@example.com', code: '5197', expiresAt: 'tomorrow' }) },
+      {
+        ...SEND_OTP_JOB_OPTIONS,
+        jobId,
+      },
+    );
     const result = await outcome;
     expect(result.state).toBe('failed');
     expect(result.job.attemptsMade).toBe(1);
@@ -264,20 +375,19 @@ describe('send-otp jobs', () => {
     expect((await redactedJob(jobId)).failedReason).toBe('Malformed send-otp job data');
   });
 
-  it('gives up after the last attempt of a temporary failure, and redacts the code', async () => {
-    sink.failNext(SEND_OTP_JOB_OPTIONS.attempts); // 451 on every attempt
-    const { jobId, outcome } = await send(
-      { to: 'frank@example.com', code: '9475', expiresAt: inMinutes(5) },
-      FAST_BACKOFF,
+  it('fails at once a code sealed for another address, without sending', async () => {
+    const jobId = nextJobId();
+    const outcome = settled(jobId);
+    const stolen = jobData({ to: 'gina@example.com', code: '6283', expiresAt: inMinutes(5) });
+    await queue.add(
+      SEND_OTP_JOB,
+      { ...stolen, to: 'mallory@example.com' },
+      { ...SEND_OTP_JOB_OPTIONS, jobId },
     );
 
-    const result = await outcome;
-    expect(result.state).toBe('failed');
-    expect(result.job.attemptsMade).toBe(SEND_OTP_JOB_OPTIONS.attempts);
-    expect(mailsTo('frank@example.com')).toEqual([]);
-    expect((await redactedJob(jobId)).data.code).toBe(REDACTED_CODE);
-    expect(lines.some((line) => line.includes(jobId) && line.includes('"final":true'))).toBe(true);
-    expect(mentions(await everythingStoredInRedis(), '9475')).toBe(false);
+    expect(await outcome).toMatchObject({ state: 'failed', job: { attemptsMade: 1 } });
+    expect(mailsTo('mallory@example.com')).toEqual([]);
+    expect((await redactedJob(jobId)).failedReason).toBe('Sealed code does not authenticate');
   });
 });
 
@@ -310,7 +420,7 @@ describe('logs', () => {
     );
 
     const log = lines.join('');
-    // Every code this file has sent so far: delivered, retried, skipped or failed.
+    // Every code this file has sent so far: delivered, retried, expired or failed.
     expect(codesSent).toContain('7391');
     for (const code of codesSent) {
       expect(mentions(log, code), `code ${code} appears in the logs`).toBe(false);

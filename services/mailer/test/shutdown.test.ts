@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
   EMAIL_QUEUE,
+  parseMailJobKeys,
   SEND_OTP_JOB,
   SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
+  sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
 import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
@@ -15,6 +18,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 // The mailer as an operator runs it, stopped by SIGTERM in the middle of its work: the jobs it has
 // started are delivered, the others stay queued for the next mailer, and no code goes out twice.
 const mailerDir = fileURLToPath(new URL('..', import.meta.url));
+const MAIL_JOB_KEY = `test:${randomBytes(32).toString('base64')}`;
 const JOBS = 20;
 const CONCURRENCY = 4;
 // Each message takes the SMTP server this long, so that deliveries are in flight when SIGTERM comes.
@@ -54,6 +58,7 @@ function startMailer() {
       BULLMQ_PREFIX: redis.bullmqPrefix,
       SMTP_URL: sink.url,
       MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+      MAIL_JOB_KEY,
       MAILER_CONCURRENCY: String(CONCURRENCY),
       MAILER_METRICS_PORT: '0',
       MAILER_METRICS_HOST: '127.0.0.1',
@@ -81,10 +86,11 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
     jobId: sendOtpJobId(`00000000-0000-4000-8000-${String(i + 1).padStart(12, '0')}`),
   }));
   const expiresAt = new Date(Date.now() + 10 * 60_000).toISOString();
+  const keys = parseMailJobKeys(MAIL_JOB_KEY);
   await queue.addBulk(
     jobs.map(({ to, code, jobId }) => ({
       name: SEND_OTP_JOB,
-      data: { to, code, expiresAt },
+      data: { to, sealedCode: sealCode(code, to, keys), expiresAt },
       opts: { ...SEND_OTP_JOB_OPTIONS, jobId },
     })),
   );

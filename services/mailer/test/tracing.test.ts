@@ -1,11 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
   EMAIL_QUEUE,
+  parseMailJobKeys,
   SEND_OTP_JOB,
   SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
+  sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
 import {
@@ -21,6 +24,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 
 // The mailer started as in production (`--import @tessera/telemetry/register`), exporting its spans to a
 // real OTLP receiver.
+const MAIL_JOB_KEY = `test:${randomBytes(32).toString('base64')}`;
+const keys = parseMailJobKeys(MAIL_JOB_KEY);
 const mailerDir = fileURLToPath(new URL('..', import.meta.url));
 let redis: TestRedis;
 let sink: SmtpSink;
@@ -46,6 +51,7 @@ beforeAll(async () => {
       BULLMQ_PREFIX: redis.bullmqPrefix,
       SMTP_URL: sink.url,
       MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+      MAIL_JOB_KEY,
       MAILER_METRICS_PORT: '0',
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -74,14 +80,14 @@ it('traces a job: the SMTP send is a child of the job span, names the recipient 
   const rejected = sendOtpJobId('00000000-0000-4000-8000-000000000002');
   await queue.add(
     SEND_OTP_JOB,
-    { to: 'alice@example.com', code: '4826', expiresAt },
+    { to: 'alice@example.com', sealedCode: sealCode('4826', 'alice@example.com', keys), expiresAt },
     { ...SEND_OTP_JOB_OPTIONS, jobId: delivered },
   );
   await sink.waitFor((mail) => mail.to.includes('alice@example.com'));
   sink.failNext(1, 550);
   await queue.add(
     SEND_OTP_JOB,
-    { to: 'bob@example.com', code: '5937', expiresAt },
+    { to: 'bob@example.com', sealedCode: sealCode('5937', 'bob@example.com', keys), expiresAt },
     { ...SEND_OTP_JOB_OPTIONS, jobId: rejected },
   );
 

@@ -1,10 +1,18 @@
-import { SEND_OTP_JOB, type SendOtpJobData, sendOtpJobId } from '@tessera/contracts';
+import { type MailJobKeys, SEND_OTP_JOB, sealCode, sendOtpJobId } from '@tessera/contracts';
 import type { EmailQueue } from '../email/email.queue.ts';
 
-/** Hands a one-time-code email to the mailer; resolves once the job is stored in Redis. */
-export type EnqueueOtpEmail = (codeId: string, data: SendOtpJobData) => Promise<void>;
+/** A code email to send: the code in clear, sealed before it reaches Redis. */
+export interface OtpEmail {
+  to: string;
+  code: string;
+  expiresAt: string;
+}
 
-/** The `send-otp` job of the email contract, one per issued code. */
-export function otpEmailQueue(emails: EmailQueue): EnqueueOtpEmail {
-  return (codeId, data) => emails.add(SEND_OTP_JOB, data, sendOtpJobId(codeId));
+/** Hands a one-time-code email to the mailer; resolves once the job is stored in Redis. */
+export type EnqueueOtpEmail = (codeId: string, email: OtpEmail) => Promise<void>;
+
+/** The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`. */
+export function otpEmailQueue(emails: EmailQueue, keys: MailJobKeys): EnqueueOtpEmail {
+  return (codeId, { to, code, expiresAt }) =>
+    emails.add(SEND_OTP_JOB, { to, sealedCode: sealCode(code, to, keys), expiresAt }, sendOtpJobId(codeId));
 }

@@ -1,0 +1,64 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/** The keys of `MAIL_JOB_KEY`: the first seals, every one opens. */
+export interface MailJobKeys {
+  sealing: { id: string; key: Buffer };
+  opening: ReadonlyMap<string, Buffer>;
+}
+
+/** `MAIL_JOB_KEY`'s form: comma-separated `kid:base64` entries, each key 32 bytes. */
+const MAIL_JOB_KEY_FORM = /^[A-Za-z0-9_-]+:[A-Za-z0-9+/]{43}=(,[A-Za-z0-9_-]+:[A-Za-z0-9+/]{43}=)*$/;
+
+/** Development and test only (production requires `MAIL_JOB_KEY`), so both services agree unconfigured. */
+const DEVELOPMENT_MAIL_JOB_KEY = 'dev:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdg=';
+
+/** Parses `MAIL_JOB_KEY` (unset: the development key); throws on a malformed entry or a key id given twice. */
+export function parseMailJobKeys(value = DEVELOPMENT_MAIL_JOB_KEY): MailJobKeys {
+  if (!MAIL_JOB_KEY_FORM.test(value)) {
+    throw new Error('MAIL_JOB_KEY must be comma-separated kid:base64 entries of 32-byte keys');
+  }
+  const entries = value.split(',').map((entry) => {
+    const [id = '', key = ''] = entry.split(':');
+    return [id, Buffer.from(key, 'base64')] as const;
+  });
+  const opening = new Map(entries);
+  if (opening.size < entries.length) throw new Error('MAIL_JOB_KEY names a key id twice');
+  const [id, key] = entries[0] as (typeof entries)[0];
+  return { sealing: { id, key }, opening };
+}
+
+/** Opening failed because this process lacks the key id: it may come with a deploy, unlike a bad seal. */
+export class UnknownMailJobKeyError extends Error {
+  override name = 'UnknownMailJobKeyError';
+}
+
+const b64 = (bytes: Buffer) => bytes.toString('base64url');
+
+/**
+ * Encrypts a code for a queued job (AES-256-GCM) as `kid.iv.ciphertext+tag`. The recipient is
+ * authenticated with it, so a sealed code copied into a job for another address does not open.
+ */
+export function sealCode(code: string, recipient: string, { sealing }: MailJobKeys): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealing.key, iv);
+  cipher.setAAD(Buffer.from(recipient));
+  const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+  return `${sealing.id}.${b64(iv)}.${b64(sealed)}`;
+}
+
+/** The code of `sealCode`; throws if it was sealed for another recipient, altered, or with an unknown key. */
+export function openCode(sealed: string, recipient: string, { opening }: MailJobKeys): string {
+  const [id = '', iv = '', body = ''] = sealed.split('.');
+  const key = opening.get(id);
+  if (!key) throw new UnknownMailJobKeyError(`No MAIL_JOB_KEY with key id "${id}"`);
+  const bytes = Buffer.from(body, 'base64url');
+  if (bytes.length < 17) throw new Error('Sealed code is malformed');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+    decipher.setAAD(Buffer.from(recipient));
+    decipher.setAuthTag(bytes.subarray(-16));
+    return Buffer.concat([decipher.update(bytes.subarray(0, -16)), decipher.final()]).toString('utf8');
+  } catch {
+    throw new Error('Sealed code does not authenticate');
+  }
+}

@@ -1,0 +1,25 @@
+import { EMAIL_QUEUE } from '@tessera/contracts';
+import type { RedisClient } from '@tessera/redis';
+
+/** Kept past a job's deadline by this much, for mailers whose clocks run behind. */
+const MARGIN_MS = 60_000;
+
+/**
+ * Which jobs SMTP has accepted, by their deterministic id, so a job run again after a crash (between
+ * the acceptance and the job's completion) is not sent twice. The keys share `BULLMQ_PREFIX`, hash tag
+ * included, so they sit in the queue's cluster slot.
+ */
+export function createDeliveriesStore(redis: RedisClient, prefix: string) {
+  const key = (jobId: string) => `${prefix}:${EMAIL_QUEUE}:delivered:${jobId}`;
+  return {
+    async wasDelivered(jobId: string): Promise<boolean> {
+      return (await redis.exists(key(jobId))) === 1;
+    },
+    /** Records the acceptance until the job's deadline has passed: then no mailer would send it anyway. */
+    async recordDelivered(jobId: string, deadline: number, now: number): Promise<void> {
+      await redis.set(key(jobId), String(now), 'PX', Math.max(deadline - now, 0) + MARGIN_MS, 'NX');
+    },
+  };
+}
+
+export type DeliveriesStore = ReturnType<typeof createDeliveriesStore>;

@@ -1,0 +1,31 @@
+import { SEND_OTP_JOB } from '@tessera/contracts';
+import { UnrecoverableError } from 'bullmq';
+
+/** Retry delays: `firstMs` doubling at each retry, never more than `maxMs`. */
+export interface Backoff {
+  firstMs: number;
+  maxMs: number;
+}
+
+/** 1 s, 2 s, 4 s, 8 s, then every 15 s: an SMTP server back after an outage is used within 15 s. */
+export const BACKOFF: Backoff = { firstMs: 1000, maxMs: 15_000 };
+
+/** Delay before retry number `retry` (1 for the first). */
+export function backoffDelay(retry: number, { firstMs, maxMs }: Backoff): number {
+  return Math.min(maxMs, firstMs * 2 ** (retry - 1));
+}
+
+/**
+ * How long an account notice (deletion scheduled or cancelled) is retried: a day covers an SMTP
+ * outage of a night, and a notice much later than its event would confuse more than it informs.
+ */
+export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
+
+/** Until when (ms since the epoch) a job is worth sending: its code's expiry, or a day after it was queued. */
+export function deliveryDeadline(job: { name: string; data: unknown; timestamp: number }): number {
+  if (job.name === SEND_OTP_JOB) return Date.parse((job.data as { expiresAt: string }).expiresAt);
+  return job.timestamp + NOTICE_RETRY_WINDOW_MS;
+}
+
+/** A job that reached its deadline undelivered: not retried, counted and logged as `expired`. */
+export class ExpiredError extends UnrecoverableError {}

@@ -1,0 +1,105 @@
+import { EMAIL_QUEUE } from '@tessera/contracts';
+import {
+  createTestDatabase,
+  createTestRedis,
+  type SmtpSink,
+  startSmtpSink,
+  type TestDatabase,
+  type TestRedis,
+  waitUntil,
+} from '@tessera/testing';
+import { Queue, QueueEvents } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTessera, type Tessera } from './tessera.ts';
+
+// Two mailers share a burst of code emails; one is killed with SIGKILL while every send of both is
+// waiting for the SMTP server's answer. The other takes over the killed one's jobs within the lock and
+// stalled-check times it is configured with, and every code is emailed exactly once.
+
+const LOCK_MS = 2000;
+const STALLED_INTERVAL_MS = 1000;
+const CONCURRENCY = 3;
+const SMTP_DELAY_MS = 500;
+const PEOPLE = Array.from({ length: 30 }, (_, i) => `burst.${i}@example.com`);
+
+let redis: TestRedis;
+let database: TestDatabase;
+let sink: SmtpSink;
+let tessera: Tessera;
+let queue: Queue;
+let events: QueueEvents;
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  [database, sink] = await Promise.all([createTestDatabase(), startSmtpSink({ delayMs: SMTP_DELAY_MS })]);
+  tessera = await startTessera(
+    {
+      databaseUrl: database.url,
+      redisUrl: redis.url,
+      keyPrefix: redis.keyPrefix,
+      bullmqPrefix: redis.bullmqPrefix,
+      sink,
+    },
+    {
+      MAILER_CONCURRENCY: String(CONCURRENCY),
+      MAILER_LOCK_DURATION_MS: String(LOCK_MS),
+      MAILER_STALLED_INTERVAL_MS: String(STALLED_INTERVAL_MS),
+      OTP_MAX_SENDS_PER_IP_PER_HOUR: '1000',
+    },
+  );
+  queue = new Queue(EMAIL_QUEUE, { connection: { url: redis.url }, prefix: redis.bullmqPrefix });
+  events = new QueueEvents(EMAIL_QUEUE, { connection: { url: redis.url }, prefix: redis.bullmqPrefix });
+  await events.waitUntilReady();
+});
+
+afterAll(async () => {
+  await tessera?.stop();
+  await events?.close();
+  await queue?.close();
+  await Promise.all([database?.drop(), sink?.close(), redis?.flush()]);
+});
+
+it('SIGKILL of a mailer mid-burst: its jobs are taken over within seconds, every code emailed once', {
+  timeout: 30_000,
+}, async () => {
+  const killed = tessera.startMailer();
+  tessera.startMailer();
+  // Queued jobs of the killed mailer come back to the wait list as stalled: when, and for whom.
+  const stalled: Array<{ at: number; to: Promise<string> }> = [];
+  events.on('stalled', ({ jobId }) => {
+    stalled.push({ at: Date.now(), to: queue.getJob(jobId).then((job) => String(job?.data.to)) });
+  });
+
+  const sent = await Promise.all(
+    PEOPLE.map((email) => tessera.call('POST', '/api/v1/auth/send-otp-email', { email })),
+  );
+  expect(sent.map(({ status }) => status)).toEqual(PEOPLE.map(() => 200));
+  // Every slot of both mailers waits for SMTP's answer: none is between an acceptance and its record.
+  await waitUntil(
+    'both mailers sending',
+    () => sink.messages.length >= 2 * CONCURRENCY && sink.inFlight() === 2 * CONCURRENCY,
+  );
+  await killed.stop('SIGKILL');
+  const killedAt = Date.now();
+
+  const emailed = (email: string) => sink.messages.filter((mail) => mail.to.includes(email)).length;
+  await waitUntil('every code emailed', () => PEOPLE.every((email) => emailed(email) > 0), 20_000);
+  const recovered = await Promise.all(stalled.map(async ({ at, to }) => ({ at, to: await to })));
+
+  // The killed mailer's sends were taken over (each of its slots held one), within the lock's life
+  // plus one stalled check, and a margin for a loaded machine.
+  expect(recovered).toHaveLength(CONCURRENCY);
+  for (const { at } of recovered) expect(at - killedAt).toBeLessThan(LOCK_MS + STALLED_INTERVAL_MS + 2000);
+  // Nothing left that could send again, after long enough for any late take-over.
+  await new Promise((resolve) => setTimeout(resolve, LOCK_MS + STALLED_INTERVAL_MS));
+  expect(await queue.getJobCounts('waiting', 'active', 'delayed', 'failed')).toEqual({
+    waiting: 0,
+    active: 0,
+    delayed: 0,
+    failed: 0,
+  });
+  for (const email of PEOPLE) expect(emailed(email), email).toBe(1);
+  console.info(
+    `mailer SIGKILL: ${recovered.length} jobs taken over after ${recovered.map(({ at }) => at - killedAt).join(', ')} ms`,
+  );
+});
