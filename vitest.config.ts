@@ -19,7 +19,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['{apps,services,packages,infra,test}/**/*.test.ts'],
+          include: ['{apps,services,packages,infra,test,bench}/**/*.test.ts'],
           exclude: unitTests,
           // Finds or starts Postgres and Redis, which unit tests must not wait for.
           globalSetup: ['./packages/testing/src/global-setup.ts'],

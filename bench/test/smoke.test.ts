@@ -1,0 +1,41 @@
+import type {} from '@tessera/testing';
+import { expect, inject, it } from 'vitest';
+import { DEFAULTS, runBench } from '../src/bench.ts';
+import { Cleanup } from '../src/cleanup.ts';
+import { renderReport } from '../src/report.ts';
+import { SCENARIO_NAMES } from '../src/scenarios.ts';
+
+// Keeps `pnpm bench` from rotting: every flow runs for about a second. Speed is not asserted here;
+// the numbers of a run this short on a busy machine mean nothing.
+it('runs every flow against a real gateway and mailer, each with successful requests and no failure', async () => {
+  const cleanup = new Cleanup();
+  try {
+    const report = await runBench(
+      {
+        ...DEFAULTS,
+        duration: 1,
+        connections: 4,
+        emails: 50,
+        idleSamples: 5,
+        adminUrl: inject('postgresUrl'),
+      },
+      cleanup,
+    );
+
+    const [target] = report.targets;
+    expect(report.targets).toHaveLength(1);
+    expect(target?.rows.map((row) => row.name)).toEqual([...SCENARIO_NAMES]);
+    for (const row of target?.rows ?? []) {
+      expect({ flow: row.name, failures: row.failures }).toEqual({ flow: row.name, failures: {} });
+      expect(row.ops, row.name).toBeGreaterThan(0);
+      expect(row.cpuMsPerOp.service, row.name).toBeGreaterThan(0);
+    }
+    expect(target?.gatewayRssPeak).toBeGreaterThan(0);
+    expect(target?.mailerRssIdle).toBeGreaterThan(0);
+
+    const table = renderReport(report);
+    for (const row of target?.rows ?? []) expect(table).toContain(`| ${row.title} |`);
+  } finally {
+    await cleanup.run();
+  }
+}, 90_000);
