@@ -32,14 +32,27 @@ COPY infra infra
 COPY services services
 # BuildKit builds only the stages a target uses; depending on this marker keeps the typecheck in.
 COPY --from=build /typechecked /typechecked
-ENV APP_ENV=production
+# NODE_COMPILE_CACHE: the sources stripped of their types (and compiled) once, here, so the services
+# start without loading Node's TypeScript stripper (~17 MB per process). MALLOC_ARENA_MAX: two
+# malloc arenas rather than one per thread, a few MB less.
+ENV APP_ENV=production NODE_COMPILE_CACHE=/app/.cache/node MALLOC_ARENA_MAX=2
+RUN mkdir -p /app/.cache/node && chown node /app/.cache/node
+# The cache is per user: filled by the user the services run as. Started without their configuration,
+# each service loads all its modules (with and without a trace exporter) and stops.
 USER node
+RUN for endpoint in "" http://127.0.0.1:4318; do \
+      for main in services/auth-gateway/src/server.ts services/mailer/src/main.ts; do \
+        OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint node --import ./packages/telemetry/src/register.ts $main 2>/dev/null; \
+      done; \
+    done; \
+    test -n "$(ls /app/.cache/node)"
 
 FROM runtime AS gateway
 EXPOSE 3000 9465
 HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/src/server.ts"]
+# V8's heap sized for a small service (README, Operations: Memory).
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/src/server.ts"]
 
 FROM runtime AS mailer
 EXPOSE 9464
-CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/mailer/src/main.ts"]
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/mailer/src/main.ts"]
