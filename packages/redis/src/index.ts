@@ -157,3 +157,13 @@ export async function durabilityProblems(client: RedisClient): Promise<string[]>
   );
   return perMaster.flat();
 }
+
+/** At start: a warning naming each setting of this Redis that would lose queued emails. */
+export async function warnIfNotDurable(
+  client: RedisClient,
+  log: { warn(fields: object, message: string): void },
+): Promise<void> {
+  const problems = await durabilityProblems(client);
+  if (problems.length > 0)
+    log.warn({ problems }, 'Redis may lose queued emails on a restart or when full; see README, Operations');
+}

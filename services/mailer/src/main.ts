@@ -51,6 +51,8 @@ operations = await startOperationsServer({
   },
 });
 
+// Not awaited: a Redis that is not there yet is the readiness check's to report.
+void mailWorker.checkDurability();
 logger.info(
   {
     queue: 'email',

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
@@ -9,7 +10,7 @@ import {
   REDACTED_CODE,
   SEND_OTP_JOB,
 } from '@tessera/contracts';
-import { closeRedis, createRedis } from '@tessera/redis';
+import { closeRedis, createRedis, warnIfNotDurable } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
 import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
@@ -169,6 +170,11 @@ export function createMailWorker({
     /** Resolves when Redis answers PING. */
     ping: async (): Promise<void> => {
       await probe.ping();
+    },
+    /** Once Redis answers: a warning when it is set up to lose queued emails (README, Operations). */
+    async checkDurability(): Promise<void> {
+      if (probe.status !== 'ready') await once(probe, 'ready');
+      await warnIfNotDurable(probe, logger);
     },
     async close() {
       await worker.close();

@@ -1,9 +1,9 @@
 import {
   closeRedis,
   createRedis,
-  durabilityProblems,
   type RedisClient,
   type RedisTarget,
+  warnIfNotDurable,
 } from '@tessera/redis';
 import fp from 'fastify-plugin';
 
@@ -26,12 +26,7 @@ export default fp<RedisTarget & { keyPrefix: string }>(
     app.decorate<RedisClient>('redis', redis);
     app.addHook('onClose', () => closeRedis(redis));
     await redis.connect();
-    const problems = await durabilityProblems(redis);
-    if (problems.length > 0)
-      app.log.warn(
-        { problems },
-        'Redis may lose queued emails on a restart or when full; see README, Operations',
-      );
+    await warnIfNotDurable(redis, app.log);
   },
   { name: 'redis' },
 );
