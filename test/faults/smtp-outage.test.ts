@@ -1,0 +1,69 @@
+import {
+  createTestDatabase,
+  createTestRedis,
+  type SmtpSink,
+  startSmtpSink,
+  type TestDatabase,
+  type TestRedis,
+  waitUntil,
+} from '@tessera/testing';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTessera, type Tessera } from './tessera.ts';
+
+// The SMTP server refuses every message (451) for longer than the whole retry budget once was
+// (5 attempts, ~15 s), while people keep asking for codes. Once it accepts again, every code still
+// valid is emailed, each once.
+
+const OUTAGE_MS = 17_000;
+const PEOPLE = Array.from({ length: 8 }, (_, i) => `waiting.${i}@example.com`);
+
+let redis: TestRedis;
+let database: TestDatabase;
+let sink: SmtpSink;
+let tessera: Tessera;
+
+beforeAll(async () => {
+  redis = createTestRedis();
+  [database, sink] = await Promise.all([createTestDatabase(), startSmtpSink()]);
+  tessera = await startTessera({
+    databaseUrl: database.url,
+    redisUrl: redis.url,
+    keyPrefix: redis.keyPrefix,
+    bullmqPrefix: redis.bullmqPrefix,
+    sink,
+  });
+  tessera.startMailer();
+});
+
+afterAll(async () => {
+  await tessera?.stop();
+  await Promise.all([database?.drop(), sink?.close(), redis?.flush()]);
+});
+
+it('emails every code asked for during an SMTP outage longer than the old retry budget, each once', {
+  timeout: 90_000,
+}, async () => {
+  sink.failNext(Number.MAX_SAFE_INTEGER);
+  const outageEnds = Date.now() + OUTAGE_MS;
+  // Asked for one after another through the outage.
+  for (const email of PEOPLE) {
+    expect((await tessera.call('POST', '/api/v1/auth/send-otp-email', { email })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS / PEOPLE.length / 2));
+  }
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, outageEnds - Date.now())));
+  expect(sink.messages).toEqual([]);
+  sink.failNext(0);
+
+  const emailed = (email: string) => sink.messages.filter((mail) => mail.to.includes(email)).length;
+  // The retries back off to 15 s at most: every code is sent within one more interval.
+  await waitUntil('every code emailed', () => PEOPLE.every((email) => emailed(email) > 0), 30_000).catch(
+    () => {
+      expect(
+        PEOPLE.filter((email) => emailed(email) === 0),
+        'codes never emailed',
+      ).toEqual([]);
+    },
+  );
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(PEOPLE.map(emailed)).toEqual(PEOPLE.map(() => 1));
+});
