@@ -423,6 +423,7 @@ describe('account', () => {
     await page.getByRole('button', { name: 'Delete account' }).click();
     await dialog.getByRole('button', { name: 'Delete my account' }).click();
     const scheduled = page.getByRole('region', { name: 'Deletion scheduled' });
+    await scheduled.waitFor();
     const when = await api('GET', '/api/v1/users/me', undefined, await tokenOf(page));
     const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(
       new Date(when.accountDeletionScheduledFor),
