@@ -4,6 +4,9 @@ FROM node:24-slim AS workspace
 RUN npm install --global pnpm@10
 WORKDIR /app
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY apps/console/package.json apps/console/
+COPY bench/package.json bench/
+COPY packages/client/package.json packages/client/
 COPY packages/config/package.json packages/config/
 COPY packages/contracts/package.json packages/contracts/
 COPY packages/redis/package.json packages/redis/
@@ -14,11 +17,12 @@ COPY services/auth-gateway/package.json services/auth-gateway/
 COPY services/mailer/package.json services/mailer/
 COPY test/package.json test/
 
-# Every dependency and the whole workspace, so an image is only made from sources that type-check.
+# Every dependency and the whole workspace, so an image is only made from sources that type-check;
+# then the account console's static files.
 FROM workspace AS build
 RUN pnpm install --frozen-lockfile
 COPY . .
-RUN pnpm typecheck && touch /typechecked
+RUN pnpm typecheck && pnpm console:build
 
 # Production dependencies of the gateway, the mailer and the migrations; no test or dev packages.
 FROM workspace AS runtime
@@ -30,8 +34,9 @@ COPY packages/redis packages/redis
 COPY packages/telemetry packages/telemetry
 COPY infra infra
 COPY services services
-# BuildKit builds only the stages a target uses; depending on this marker keeps the typecheck in.
-COPY --from=build /typechecked /typechecked
+# The console the gateway serves at /account/ (and, as BuildKit builds only the stages a target
+# uses, what keeps the typecheck in).
+COPY --from=build /app/apps/console/dist apps/console/dist
 # NODE_COMPILE_CACHE: the sources stripped of their types (and compiled) once, here, so the services
 # start without loading Node's TypeScript stripper (~17 MB per process). MALLOC_ARENA_MAX: two
 # malloc arenas rather than one per thread, a few MB less.
