@@ -52,7 +52,7 @@ operations = await startOperationsServer({
 });
 
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
-void mailWorker.checkDurability();
+mailWorker.checkDurability().catch((err: unknown) => logger.warn({ err }, 'Redis durability not checked'));
 logger.info(
   {
     queue: 'email',

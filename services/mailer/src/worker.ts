@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
@@ -173,7 +172,8 @@ export function createMailWorker({
     },
     /** Once Redis answers: a warning when it is set up to lose queued emails (README, Operations). */
     async checkDurability(): Promise<void> {
-      if (probe.status !== 'ready') await once(probe, 'ready');
+      // Until Redis is there (the readiness check reports it meanwhile); its errors are not this check's.
+      if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
       await warnIfNotDurable(probe, logger);
     },
     async close() {

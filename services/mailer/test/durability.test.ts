@@ -12,9 +12,13 @@ import { createMailWorker } from '../src/worker.ts';
 const servers: PrivateRedis[] = [];
 afterAll(() => Promise.all(servers.map((server) => server.remove())));
 
-async function warningsAt(redisArgs: string[]): Promise<Record<string, unknown>[]> {
+async function warningsAt(
+  redisArgs: string[],
+  { startedLater = false } = {},
+): Promise<Record<string, unknown>[]> {
   const server = await startPrivateRedis(redisArgs);
   servers.push(server);
+  if (startedLater) await server.stop();
   const lines: Record<string, unknown>[] = [];
   const logger = pino(
     { level: 'warn' },
@@ -29,13 +33,24 @@ async function warningsAt(redisArgs: string[]): Promise<Record<string, unknown>[
   const transport = createTransport(config);
   const mailWorker = createMailWorker({ config, transport, logger });
   try {
-    await mailWorker.checkDurability();
+    const checked = mailWorker.checkDurability();
+    if (startedLater) {
+      // The mailer started before Redis: the check waits for it instead of failing (or exiting).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(warnings(lines)).toEqual([]);
+      await server.start();
+    }
+    await checked;
   } finally {
     await mailWorker.close();
     transport.close();
   }
-  return lines;
+  return warnings(lines);
 }
+
+/** The durability warnings among what the mailer logged (the worker also logs Redis's absence). */
+const warnings = (lines: Record<string, unknown>[]) =>
+  lines.filter((line) => String(line.msg).startsWith('Redis may lose queued emails'));
 
 it('warns at start, naming each setting, when Redis would lose queued emails', async () => {
   const lines = await warningsAt(['--appendonly', 'no', '--maxmemory-policy', 'allkeys-lru']);
@@ -57,4 +72,9 @@ it('says nothing when Redis keeps its data as the README asks', async () => {
     'noeviction',
   ]);
   expect(lines).toEqual([]);
+});
+
+it('checks once Redis comes, when the mailer starts before it', async () => {
+  const lines = await warningsAt(['--appendonly', 'no'], { startedLater: true });
+  expect(lines).toEqual([expect.objectContaining({ problems: ['appendonly=no, want yes'] })]);
 });
