@@ -147,12 +147,15 @@ export function createMailWorker({
       { jobId: job.id, attempt: job.attemptsMade, final, reason: error.message },
       `${job.name} failed`,
     );
-    // Kept for inspection, the job must not keep a usable code; this also covers a job BullMQ fails
-    // after it stalled too often, which the processor never sees.
+    // Kept for inspection, the job must not keep a usable code, nor (as it can no longer be sent) the
+    // full address; this also covers a job BullMQ fails after it stalled too often, which the
+    // processor never sees.
     if (final && holdsCode(job))
-      job.updateData({ ...job.data, sealedCode: REDACTED_CODE }).catch((err: unknown) => {
-        logger.error({ err, jobId: job.id }, 'could not redact the code of a failed job');
-      });
+      job
+        .updateData({ ...job.data, sealedCode: REDACTED_CODE, to: maskEmail(job.data.to) })
+        .catch((err: unknown) => {
+          logger.error({ err, jobId: job.id }, 'could not redact the code of a failed job');
+        });
   });
   worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
 

@@ -339,7 +339,7 @@ describe('send-otp jobs', () => {
     expect((await redactedJob(jobId)).failedReason).toBe('Expired before it could be sent');
   });
 
-  it('does not retry a permanent SMTP rejection, and redacts the code of the failed job', async () => {
+  it('does not retry a permanent SMTP rejection, and redacts the code and the address of the failed job', async () => {
     sink.failNext(1, 550);
     const email = { to: 'erin@example.com', code: '8364', expiresAt: inMinutes(5) };
     // Were the job retried, the retry would be accepted and the job complete.
@@ -352,7 +352,11 @@ describe('send-otp jobs', () => {
     expect(mailsTo('erin@example.com')).toEqual([]);
 
     const retained = await redactedJob(jobId);
-    expect(retained.data).toEqual({ to: email.to, expiresAt: email.expiresAt, sealedCode: REDACTED_CODE });
+    expect(retained.data).toEqual({
+      to: 'e***@example.com',
+      expiresAt: email.expiresAt,
+      sealedCode: REDACTED_CODE,
+    });
     expect(retained.failedReason).toBe('SMTP rejected the message permanently (550)');
     expect(mentions(await everythingStoredInRedis(), '8364')).toBe(false);
   });
