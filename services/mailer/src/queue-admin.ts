@@ -1,4 +1,4 @@
-import { SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
+import { REDACTED_CODE, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
 import type { Job, Queue } from 'bullmq';
 import { maskEmail } from './mask.ts';
 
@@ -27,7 +27,6 @@ export interface RetryReport {
 
 type EmailQueue = Queue<SendOtpJobData>;
 
-const REDACTED = /^\*+$/;
 const FAILURES_SHOWN = 10;
 const PAGE = 500;
 
@@ -64,7 +63,7 @@ export async function retryFailed(queue: EmailQueue, now: Date, id?: string): Pr
     // Only a code email expires or is redacted; the worker itself skips an outdated account notice.
     const code = job.name === SEND_OTP_JOB;
     if (code && !(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
-    else if (code && REDACTED.test(String(job.data?.sealedCode))) report.skippedRedacted += 1;
+    else if (code && job.data?.sealedCode === REDACTED_CODE) report.skippedRedacted += 1;
     else {
       // A new delivery with the job's whole retry policy, as if just queued.
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
