@@ -39,6 +39,8 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    // Closing hangs up on connections a client keeps open (a mailer's pool), like a server going away.
+    closeTimeout: 200,
     onClose(session) {
       gone.add(session.id);
     },

@@ -42,6 +42,26 @@ export const MailerConfigSchema = Type.Object({
         description: 'Where development mail goes as `.eml` files when `SMTP_URL` is unset.',
       }),
     ),
+    maxConnections: variable(
+      'SMTP_MAX_CONNECTIONS',
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: 10,
+        description:
+          'SMTP connections one mailer process keeps open and sends over (each carries one message at a time).',
+      }),
+    ),
+    maxMessages: variable(
+      'SMTP_MAX_MESSAGES',
+      Type.Integer({
+        minimum: 1,
+        maximum: 100_000,
+        default: 1000,
+        description:
+          'Messages sent over one SMTP connection before it is replaced by a new one; lower it for a server that limits messages per connection.',
+      }),
+    ),
   }),
   worker: Type.Object({
     concurrency: variable(
@@ -49,8 +69,9 @@ export const MailerConfigSchema = Type.Object({
       Type.Integer({
         minimum: 1,
         maximum: 100,
-        default: 5,
-        description: 'Jobs one mailer process sends at once.',
+        default: 50,
+        description:
+          'Jobs one mailer process works on at once; their emails wait for a free SMTP connection (`SMTP_MAX_CONNECTIONS`).',
       }),
     ),
     rateLimit: variable(

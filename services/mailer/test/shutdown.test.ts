@@ -96,7 +96,11 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
   );
 
   const first = startMailer();
-  await until(() => sink.messages.length >= CONCURRENCY, 'the first emails');
+  // Some delivered, and more waiting for the SMTP server's answer when the signal comes.
+  await until(
+    () => sink.messages.length >= CONCURRENCY && sink.inFlight() > 0,
+    'the first emails, and more on their way',
+  );
   const deliveredAtSignal = sink.messages.length;
   first.child.kill('SIGTERM');
   const exitCode = await first.exited;
