@@ -75,7 +75,7 @@ function failedCell(row: Row): string {
 /** The Markdown table of one revision, with the memory line under it. */
 export function targetTable(target: TargetReport): string {
   const lines = [
-    '| flow | requests | req/s | p50 ms | p99 ms | failed | CPU ms/req: gateway | Postgres | Redis | total | issue 13 target | RSS peak MB |',
+    '| flow | requests | req/s | p50 ms | p99 ms | failed | CPU ms/req: gateway | Postgres | Redis | total | target | RSS peak MB |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const row of target.rows) {
@@ -137,8 +137,8 @@ const LEGEND = [
   'idle. failed: non-2xx answers, connection errors and timeouts (emails not delivered); a row with any is flagged ⚠.',
   'CPU ms/req: user + system time from /proc/<pid>/stat over the run, divided by the requests (emails): gateway',
   '(the mailer for the drain), Postgres = the backends serving the bench database (pg_stat_activity; not the',
-  "server's shared background processes), Redis = the bench's own redis-server. issue 13 target: the total CPU",
-  'ms/req asked for. RSS peak: highest RSS of the gateway (mailer) during that row, sampled every 100 ms.',
+  "server's shared background processes), Redis = the bench's own redis-server. target: the total CPU",
+  'ms/req Tessera aims for. RSS peak: highest RSS of the gateway (mailer) during that row, sampled every 100 ms.',
 ].join('\n');
 
 /** Everything `pnpm bench` prints on stdout: Markdown, ready for the README. */

@@ -11,6 +11,7 @@ import { Population } from './population.ts';
 import { rssBytes } from './proc-stats.ts';
 import {
   freePort,
+  NODE_FLAGS,
   type Pinning,
   pinProcess,
   type Service,
@@ -147,7 +148,12 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
   const gateway = startService(
     `gateway (${options.label})`,
     process.execPath,
-    ['--import', './packages/telemetry/src/register.ts', 'services/auth-gateway/src/server.ts'],
+    [
+      ...NODE_FLAGS,
+      '--import',
+      './packages/telemetry/src/register.ts',
+      'services/auth-gateway/src/server.ts',
+    ],
     {
       cwd: options.root,
       pinning: options.pinning,
