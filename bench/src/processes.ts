@@ -36,10 +36,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A child process whose last lines of output are kept, to explain a failure. */
 /** V8's heap as `pnpm start` and the image size it (README, Operations: Memory), so RSS is what runs. */
 export const NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=128'];
 
+/** A child process whose last lines of output are kept, to explain a failure. */
 export interface Service {
   name: string;
   child: ChildProcess;
