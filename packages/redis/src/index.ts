@@ -65,11 +65,25 @@ export interface RedisTarget {
 
 export type RedisRole = 'commands' | 'producer' | 'worker' | 'operator';
 
+// Auto-pipelining: the commands that concurrent requests issue in one turn of the event loop go out
+// in one write and come back in one read, rather than a round trip each (about half of Redis's CPU
+// per request, and fewer syscalls in the gateway, under load).
 const ROLES: Record<RedisRole, RedisOptions> = {
   // Requests must not hang on Redis: a command fails at once while it is away.
-  commands: { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 3000 },
+  commands: {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+    enableAutoPipelining: true,
+  },
   // A queue producer fails fast instead of queueing commands (BullMQ's production guide).
-  producer: { lazyConnect: true, enableOfflineQueue: false, connectTimeout: 3000 },
+  producer: {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    connectTimeout: 3000,
+    enableAutoPipelining: true,
+  },
   // Workers block on Redis and must retry forever (BullMQ's production guide).
   worker: { maxRetriesPerRequest: null },
   // An operator's command: one try, no reconnecting; an answer, not a hang.
@@ -78,11 +92,13 @@ const ROLES: Record<RedisRole, RedisOptions> = {
 
 /** The options of a role said the Cluster's way: what concerns the whole client at the top, the rest per node. */
 function clusterOptions(url: string, options: RedisOptions) {
-  const { lazyConnect, enableOfflineQueue, keyPrefix, retryStrategy, ...node } = options;
+  const { lazyConnect, enableOfflineQueue, enableAutoPipelining, keyPrefix, retryStrategy, ...node } =
+    options;
   const { username, password, protocol } = new URL(url);
   return {
     lazyConnect,
     enableOfflineQueue,
+    enableAutoPipelining,
     keyPrefix,
     ...(retryStrategy !== undefined && { clusterRetryStrategy: retryStrategy }),
     redisOptions: {
