@@ -40,22 +40,15 @@ export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) 
   /** Appends one event (inside the caller's transaction when given one); a failure throws. */
   async function record(event: SecurityEvent, trx: Kysely<Database> = db): Promise<void> {
     const { email } = event;
-    await trx
-      .insertInto('securityEvents')
-      .values({
-        type: event.type,
-        userId:
-          event.userId ??
-          (email === undefined
-            ? null
-            : (eb) => eb.selectFrom('users').select('id').where('email', '=', email)),
-        sessionId: event.sessionId ?? null,
-        ipAddress: event.client.ipAddress,
-        userAgent: event.client.userAgent,
-        details: JSON.stringify(event.details ?? {}),
-        createdAt: event.at,
-      })
-      .execute();
+    await repository.insertSecurityEvent(trx, {
+      type: event.type,
+      ...(event.userId === undefined && email !== undefined ? { email } : { userId: event.userId ?? null }),
+      sessionId: event.sessionId ?? null,
+      ipAddress: event.client.ipAddress,
+      userAgent: event.client.userAgent,
+      details: JSON.stringify(event.details ?? {}),
+      createdAt: event.at,
+    });
   }
 
   return {

@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database, SessionsTable } from '../../database.ts';
+import { prepareQuery } from '../../prepared.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
 import type { UserRow } from '../users/user.ts';
-import type { UpsertOnSignIn } from '../users/users.repository.ts';
+import { type UpsertOnSignIn, upsertOnSignInQuery } from '../users/users.repository.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
@@ -13,28 +14,21 @@ export type SessionEndReason =
   | 'refresh_token_reuse'
   | 'account_deleted';
 
-/**
- * A sign-in as one statement, one round trip and one commit: the user's upsert (the users module's
- * query, whose rules stand: only `last_login` changes for a returning user), the session, its
- * refresh token and the `sign_in` security event. It spans modules so that Postgres sees one
- * statement; the event row is the one `SecurityLog.record` would write. Answers the user's row.
- */
-export function insertSignIn(
-  db: Kysely<Database>,
-  user: UpsertOnSignIn,
-  values: {
-    sessionId: string;
-    tokenHash: Buffer;
-    ipAddress: string;
-    userAgent: string | null;
-    now: Date;
-    expiresAt: Date;
-  },
-): Promise<UserRow> {
-  const { sessionId, now, expiresAt, ipAddress, userAgent } = values;
+interface SignInValues {
+  sessionId: string;
+  tokenHash: Buffer;
+  ipAddress: string;
+  userAgent: string | null;
+  now: Date;
+  expiresAt: Date;
+}
+
+// The statements of the hot paths are built and compiled once (prepared.ts); each call brings values.
+const signIn = prepareQuery((db: Kysely<Database>, $: UpsertOnSignIn & SignInValues) => {
+  const { sessionId, now, expiresAt, ipAddress, userAgent } = $;
   const type: SecurityEventType = 'sign_in';
   return db
-    .with('u', () => user)
+    .with('u', () => upsertOnSignInQuery(db, $))
     .with('s', (db) =>
       db
         .insertInto('sessions')
@@ -62,7 +56,7 @@ export function insertSignIn(
           eb
             .selectFrom('s')
             .select([
-              eb.val(values.tokenHash).as('tokenHash'),
+              eb.val($.tokenHash).as('tokenHash'),
               's.id as sessionId',
               eb.val(now).as('issuedAt'),
               eb.val(expiresAt).as('expiresAt'),
@@ -87,13 +81,25 @@ export function insertSignIn(
         ),
     )
     .selectFrom('u')
-    .selectAll()
-    .executeTakeFirstOrThrow();
+    .selectAll();
+});
+
+/**
+ * A sign-in as one statement, one round trip and one commit: the user's upsert (the users module's
+ * query, whose rules stand: only `last_login` changes for a returning user), the session, its
+ * refresh token and the `sign_in` security event. It spans modules so that Postgres sees one
+ * statement; the event row is the one `SecurityLog.record` would write. Answers the user's row.
+ */
+export function insertSignIn(
+  db: Kysely<Database>,
+  user: UpsertOnSignIn,
+  values: SignInValues,
+): Promise<UserRow> {
+  return signIn.firstOrThrow(db, { ...user, ...values });
 }
 
-/** A refresh token with its session and user. */
-export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
-  return db
+const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer }) =>
+  db
     .selectFrom('refreshTokens as t')
     .innerJoin('sessions as s', 's.id', 't.sessionId')
     .innerJoin('users as u', 'u.id', 's.userId')
@@ -106,31 +112,30 @@ export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
       's.endedAt as sessionEndedAt',
       'u.roles',
     ])
-    .where('t.tokenHash', '=', tokenHash)
-    .executeTakeFirst();
+    .where('t.tokenHash', '=', $.tokenHash),
+);
+
+/** A refresh token with its session and user. */
+export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
+  return refreshToken.first(db, { tokenHash });
 }
 
-/**
- * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
- * statement: marks it rotated with its sealed successor, extends the session, inserts the successor.
- * Answers nothing when the token was not rotatable; the caller then looks at why.
- *
- * The token's row is locked first: of parallel refreshes of one token one rotates, the others wait
- * and find it rotated. The session's row next: a revocation holding it wins, and this statement
- * extends no ended session and issues no successor for it (the token stays marked rotated, which
- * changes nothing for an ended session).
- */
-export function rotateRefreshToken(
-  db: Kysely<Database>,
-  values: { tokenHash: Buffer; successorHash: Buffer; successorSealed: Buffer; now: Date; expiresAt: Date },
-) {
-  const { now, expiresAt } = values;
+interface Rotation {
+  tokenHash: Buffer;
+  successorHash: Buffer;
+  successorSealed: Buffer;
+  now: Date;
+  expiresAt: Date;
+}
+
+const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
+  const { now, expiresAt } = $;
   return db
     .with('t', (db) =>
       db
         .updateTable('refreshTokens')
-        .set({ rotatedAt: now, successorSealed: values.successorSealed })
-        .where('tokenHash', '=', values.tokenHash)
+        .set({ rotatedAt: now, successorSealed: $.successorSealed })
+        .where('tokenHash', '=', $.tokenHash)
         .where('rotatedAt', 'is', null)
         .where('expiresAt', '>', now)
         .returning('sessionId'),
@@ -151,7 +156,7 @@ export function rotateRefreshToken(
           eb
             .selectFrom('s')
             .select([
-              eb.val(values.successorHash).as('tokenHash'),
+              eb.val($.successorHash).as('tokenHash'),
               's.id as sessionId',
               eb.val(now).as('issuedAt'),
               eb.val(expiresAt).as('expiresAt'),
@@ -160,9 +165,31 @@ export function rotateRefreshToken(
     )
     .selectFrom('s')
     .innerJoin('users as u', 'u.id', 's.userId')
-    .select(['s.id as sessionId', 's.userId', 'u.roles'])
-    .executeTakeFirst();
+    .select(['s.id as sessionId', 's.userId', 'u.roles']);
+});
+
+/**
+ * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
+ * statement: marks it rotated with its sealed successor, extends the session, inserts the successor.
+ * Answers nothing when the token was not rotatable; the caller then looks at why.
+ *
+ * The token's row is locked first: of parallel refreshes of one token one rotates, the others wait
+ * and find it rotated. The session's row next: a revocation holding it wins, and this statement
+ * extends no ended session and issues no successor for it (the token stays marked rotated, which
+ * changes nothing for an ended session).
+ */
+export function rotateRefreshToken(db: Kysely<Database>, values: Rotation) {
+  return rotation.first(db, values);
 }
+
+const endOne = prepareQuery(
+  (db: Kysely<Database>, $: { sessionId: string; endedAt: Date; reason: SessionEndReason }) =>
+    db
+      .updateTable('sessions')
+      .set({ endedAt: $.endedAt, endReason: $.reason })
+      .where('id', '=', $.sessionId)
+      .where('endedAt', 'is', null),
+);
 
 /** Ends a session if it is still open; returns whether this call ended it. */
 export async function endSession(
@@ -171,14 +198,19 @@ export async function endSession(
   endedAt: Date,
   reason: SessionEndReason,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('sessions')
-    .set({ endedAt, endReason: reason })
-    .where('id', '=', sessionId)
-    .where('endedAt', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const { numAffectedRows = 0n } = await endOne.execute(db, { sessionId, endedAt, reason });
+  return numAffectedRows > 0n;
 }
+
+const endAll = prepareQuery(
+  (db: Kysely<Database>, $: { userId: string; endedAt: Date; reason: SessionEndReason }) =>
+    db
+      .updateTable('sessions')
+      .set({ endedAt: $.endedAt, endReason: $.reason })
+      .where('userId', '=', $.userId)
+      .where('endedAt', 'is', null)
+      .returning('id'),
+);
 
 /** Ends every open session of a user; returns their ids. */
 export async function endUserSessions(
@@ -187,38 +219,48 @@ export async function endUserSessions(
   endedAt: Date,
   reason: SessionEndReason,
 ): Promise<string[]> {
-  const rows = await db
-    .updateTable('sessions')
-    .set({ endedAt, endReason: reason })
-    .where('userId', '=', userId)
-    .where('endedAt', 'is', null)
-    .returning('id')
-    .execute();
+  const rows = await endAll.rows(db, { userId, endedAt, reason });
   return rows.map((r) => r.id);
 }
+
+const unexpired = prepareQuery((db: Kysely<Database>, $: { userId: string; now: Date }) =>
+  db.selectFrom('sessions').select('id').where('userId', '=', $.userId).where('expiresAt', '>', $.now),
+);
 
 export async function unexpiredSessionIds(
   db: Kysely<Database>,
   userId: string,
   now: Date,
 ): Promise<string[]> {
-  const rows = await db
-    .selectFrom('sessions')
-    .select('id')
-    .where('userId', '=', userId)
-    .where('expiresAt', '>', now)
-    .execute();
+  const rows = await unexpired.rows(db, { userId, now });
   return rows.map((r) => r.id);
 }
 
+const userSession = prepareQuery((db: Kysely<Database>, $: { userId: string; sessionId: string }) =>
+  db.selectFrom('sessions').selectAll().where('id', '=', $.sessionId).where('userId', '=', $.userId),
+);
+
 export function findUserSession(db: Kysely<Database>, userId: string, sessionId: string) {
-  return db
-    .selectFrom('sessions')
-    .selectAll()
-    .where('id', '=', sessionId)
-    .where('userId', '=', userId)
-    .executeTakeFirst();
+  return userSession.first(db, { userId, sessionId });
 }
+
+const activeOf = (db: Kysely<Database>, userId: string, now: Date) =>
+  db
+    .selectFrom('sessions')
+    .where('userId', '=', userId)
+    .where('endedAt', 'is', null)
+    .where('expiresAt', '>', now);
+
+const activePage = prepareQuery(
+  (db: Kysely<Database>, $: { userId: string; now: Date; limit: number; offset: number }) =>
+    activeOf(db, $.userId, $.now)
+      .selectAll()
+      .select((eb) => eb.fn.countAll<string>().over().as('totalItems'))
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .limit($.limit)
+      .offset($.offset),
+);
 
 /**
  * One page of the user's active sessions, newest first (`id` breaks ties so pages never repeat or
@@ -231,24 +273,12 @@ export async function listActiveSessions(
   now: Date,
   page: { limit: number; offset: number },
 ): Promise<{ sessions: SessionRow[]; totalItems: number }> {
-  const active = db
-    .selectFrom('sessions')
-    .where('userId', '=', userId)
-    .where('endedAt', 'is', null)
-    .where('expiresAt', '>', now);
-  const rows = await active
-    .selectAll()
-    .select((eb) => eb.fn.countAll<string>().over().as('totalItems'))
-    .orderBy('createdAt', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
+  const rows = await activePage.rows(db, { userId, now, ...page });
   const first = rows[0];
   if (first)
     return { sessions: rows.map(({ totalItems: _, ...row }) => row), totalItems: Number(first.totalItems) };
   if (page.offset === 0) return { sessions: [], totalItems: 0 };
-  const { count } = await active
+  const { count } = await activeOf(db, userId, now)
     .select((eb) => eb.fn.countAll<string>().as('count'))
     .executeTakeFirstOrThrow();
   return { sessions: [], totalItems: Number(count) };

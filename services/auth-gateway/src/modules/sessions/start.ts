@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
-import type { Database } from '../../database.ts';
 import type { ClientInfo } from '../security-events/security-events.ts';
 import { generateRefreshToken, hashRefreshToken } from '../tokens/refresh-token.ts';
 import type { TokenPair } from '../tokens/schemas.ts';
@@ -11,14 +9,12 @@ import * as repository from './sessions.repository.ts';
 
 /**
  * One sign-in, one session, recorded with the client's IP and user agent, in one statement with the
- * user's upsert (the query `userIn` builds): an account finalized meanwhile cannot get a session.
+ * user's upsert (the users module's query, for `user`): an account finalized meanwhile cannot get a
+ * session.
  */
 export function startSession(context: SessionsContext) {
   const { db, clock, activeSessions } = context;
-  return async (
-    client: ClientInfo,
-    userIn: (db: Kysely<Database>) => UpsertOnSignIn,
-  ): Promise<{ user: UserRow; tokens: TokenPair }> => {
+  return async (client: ClientInfo, user: UpsertOnSignIn): Promise<{ user: UserRow; tokens: TokenPair }> => {
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + seconds(context.refreshTokenTtl));
     const refreshToken = generateRefreshToken();
@@ -28,7 +24,7 @@ export function startSession(context: SessionsContext) {
     await activeSessions.markActive(sessionId, expiresAt, now);
     let row: UserRow;
     try {
-      row = await repository.insertSignIn(db, userIn(db), {
+      row = await repository.insertSignIn(db, user, {
         sessionId,
         tokenHash: hashRefreshToken(refreshToken),
         ...client,

@@ -131,8 +131,9 @@ export function createSignInService(options: SignInServiceOptions) {
           ]);
       }
       try {
-        const { user, tokens } = await options.startSession(client, (db) =>
-          upsertOnSignIn(db, email, clock.now(), signup),
+        const { user, tokens } = await options.startSession(
+          client,
+          upsertOnSignIn(email, clock.now(), signup),
         );
         verifications.add(1, { result: 'ok' });
         return {

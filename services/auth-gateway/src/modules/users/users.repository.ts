@@ -8,20 +8,46 @@ export interface Signup {
   signupCampaign?: string | undefined;
 }
 
+/** A sign-in's user: the values of the upsert that finds or creates it (`upsertOnSignInQuery`). */
+export interface UpsertOnSignIn {
+  email: string;
+  signedInAt: Date;
+  signupSource: string | null;
+  signupCampaign: string | null;
+}
+
+/** The upsert of the user of `email` signing in at `now`; the tags count only for a new account. */
+export function upsertOnSignIn(email: string, now: Date, signup: Signup = {}): UpsertOnSignIn {
+  return {
+    email,
+    signedInAt: now,
+    signupSource: signup.signupSource ?? null,
+    signupCampaign: signup.signupCampaign ?? null,
+  };
+}
+
 /**
  * Finds the user of `email` or creates it on first sign-in; records the sign-in time either way. A
  * returning user's row changes in `last_login` only. A query, not a call: the sign-in statement
- * (sessions.repository.ts) runs it as its first step, with the session's inserts.
+ * (sessions.repository.ts) runs it as its first step, with the session's inserts, prepared (`user`
+ * holds the markers of its arguments then). Untagged, the signup columns are null as if omitted
+ * (they have no default), so that every sign-in is the same SQL.
  */
-export function upsertOnSignIn(db: Kysely<Database>, email: string, now: Date, signup: Signup = {}) {
+export function upsertOnSignInQuery(db: Kysely<Database>, user: UpsertOnSignIn) {
+  const { email, signedInAt, signupSource, signupCampaign } = user;
   return db
     .insertInto('users')
-    .values({ email, ...signup, lastLogin: now, createdAt: now, updatedAt: now })
+    .values({
+      email,
+      signupSource,
+      signupCampaign,
+      lastLogin: signedInAt,
+      createdAt: signedInAt,
+      updatedAt: signedInAt,
+    })
     .onConflict((oc) => oc.column('email').doUpdateSet((eb) => ({ lastLogin: eb.ref('excluded.lastLogin') })))
     .returningAll();
 }
-
-export type UpsertOnSignIn = ReturnType<typeof upsertOnSignIn>;
 
 export function findUser(db: Kysely<Database>, id: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
