@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 /** The keys of `MAIL_JOB_KEY`: the first seals, every one opens. */
 export interface MailJobKeys {
@@ -34,13 +34,24 @@ export class UnknownMailJobKeyError extends Error {
 
 const b64 = (bytes: Buffer) => bytes.toString('base64url');
 
+// A key as a KeyObject, made once: given as bytes, each cipher would import the key again.
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+function keyObject(key: Buffer): KeyObject {
+  let object = keyObjects.get(key);
+  if (!object) {
+    object = createSecretKey(key);
+    keyObjects.set(key, object);
+  }
+  return object;
+}
+
 /**
  * Encrypts a code for a queued job (AES-256-GCM) as `kid.iv.ciphertext+tag`. The recipient is
  * authenticated with it, so a sealed code copied into a job for another address does not open.
  */
 export function sealCode(code: string, recipient: string, { sealing }: MailJobKeys): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealing.key, iv);
+  const cipher = createCipheriv('aes-256-gcm', keyObject(sealing.key), iv);
   cipher.setAAD(Buffer.from(recipient));
   const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final(), cipher.getAuthTag()]);
   return `${sealing.id}.${b64(iv)}.${b64(sealed)}`;
@@ -54,7 +65,7 @@ export function openCode(sealed: string, recipient: string, { opening }: MailJob
   const bytes = Buffer.from(body, 'base64url');
   if (bytes.length < 17) throw new Error('Sealed code is malformed');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv('aes-256-gcm', keyObject(key), Buffer.from(iv, 'base64url'));
     decipher.setAAD(Buffer.from(recipient));
     decipher.setAuthTag(bytes.subarray(-16));
     return Buffer.concat([decipher.update(bytes.subarray(0, -16)), decipher.final()]).toString('utf8');

@@ -1,8 +1,9 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type { MailerConfig } from './config.ts';
+import { createMimeBuilder, type RawMessage } from './mime.ts';
 import { type Delivery, inSmtpSpan } from './smtp-span.ts';
 
 export interface Email {
@@ -42,21 +43,55 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
     maxConnections: config.smtp.maxConnections,
     maxMessages: config.smtp.maxMessages,
   });
-  // The message reaches the socket in one write (WholeMessage below).
-  smtp.use('stream', (mail, done) => {
-    mail.message.transform(() => new WholeMessage());
-    done();
-  });
+  const pool = smtp.transporter as unknown as PoolTransport;
+  const build = createMimeBuilder(config.smtp.from);
   return {
     delivery: 'smtp',
     async send(email) {
-      await smtp.sendMail({ from: config.smtp.from, ...email });
+      // Handed to the pool as a message already built (mime.ts): sendMail would compose it again with
+      // nodemailer's MailComposer and plugins, most of the CPU a send costs.
+      const message = prebuilt(await build(email));
+      await new Promise<void>((resolve, reject) => {
+        pool.send(message, (error) => (error ? reject(error) : resolve()));
+      });
     },
     async verify() {
       await smtp.verify();
     },
     // Connections still carrying a message finish it first (the worker has finished its jobs by then anyway).
     close: () => smtp.close(),
+  };
+}
+
+/** nodemailer's transport interface, as its SMTP pool implements it. */
+interface PoolTransport {
+  send(mail: PrebuiltMail, callback: (error: Error | null) => void): void;
+}
+
+/**
+ * A message as nodemailer's transports take it (`mail.message`, `mail.data`), built already: the pool
+ * reads its envelope and Message-ID, and streams it (again, should a closed connection make the pool
+ * send it over another) as one chunk, so it reaches the socket in one write.
+ */
+interface PrebuiltMail {
+  data: Record<string, never>;
+  message: {
+    getEnvelope(): RawMessage['envelope'];
+    messageId(): string;
+    getHeader(key: string): string | undefined;
+    createReadStream(): Readable;
+  };
+}
+
+function prebuilt({ envelope, messageId, raw }: RawMessage): PrebuiltMail {
+  return {
+    data: {},
+    message: {
+      getEnvelope: () => envelope,
+      messageId: () => messageId,
+      getHeader: (key) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
+      createReadStream: () => Readable.from([raw], { objectMode: false }),
+    },
   };
 }
 
@@ -76,22 +111,4 @@ function outboxTransport(config: MailerConfig): MailTransport {
     verify: async () => {},
     close: () => outbox.close(),
   };
-}
-
-/**
- * Holds a message's pieces (headers, boundaries, each part) and passes them on as one: streamed as
- * they are made, each would be a write to the SMTP socket of its own (about 15 % of a send's CPU).
- * A code email is a few kilobytes.
- */
-class WholeMessage extends Transform {
-  private readonly pieces: Buffer[] = [];
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.pieces.push(chunk);
-    callback();
-  }
-
-  override _flush(callback: TransformCallback): void {
-    callback(null, Buffer.concat(this.pieces));
-  }
 }

@@ -76,9 +76,13 @@ describe('GET /metrics', () => {
       { ...SEND_OTP_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
     );
     await delivered;
-    // The counter is added to right after the send; the worker may not have got there yet.
+    // The counter is added to right after the send, and the job completes right after that; the
+    // worker may not have got there yet.
+    const settled = (body: string) =>
+      body.includes('tessera_emails_total{outcome="sent"} 1') &&
+      body.includes('tessera_email_queue_jobs{state="active"} 0');
     let metrics = await get('/metrics');
-    for (let i = 0; i < 50 && !metrics.body.includes('tessera_emails_total{outcome="sent"} 1'); i++) {
+    for (let i = 0; i < 50 && !settled(metrics.body); i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       metrics = await get('/metrics');
     }
