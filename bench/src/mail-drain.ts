@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { percentile } from './http-load.ts';
 import { meter } from './meter.ts';
 import { rssBytes } from './proc-stats.ts';
-import { freePort, NODE_FLAGS, startService, waitUntilReady } from './processes.ts';
+import { ENTRY_POINTS, freePort, NODE_FLAGS, runtimeEnv, startService, waitUntilReady } from './processes.ts';
 import type { Row } from './report.ts';
 import { startSmtpSink } from './smtp-sink.ts';
 import { baseEnv, QUEUE_PREFIX, type Target } from './target.ts';
@@ -41,12 +41,13 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
   const mailer = startService(
     `mailer (${target.label})`,
     process.execPath,
-    [...NODE_FLAGS, '--import', './packages/telemetry/src/register.ts', 'services/mailer/src/main.ts'],
+    [...NODE_FLAGS, ...ENTRY_POINTS.mailer],
     {
       cwd: target.root,
       pinning: target.pinning,
       env: {
         ...baseEnv(),
+        ...runtimeEnv(target.root),
         APP_ENV: 'test',
         LOG_LEVEL: target.logLevel,
         REDIS_URL: target.redis.url,

@@ -1,6 +1,8 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 
 /** Where the measured processes and the load generator run (`taskset` core lists), or nothing when unpinned. */
 export interface Pinning {
@@ -38,6 +40,32 @@ export async function freePort(): Promise<number> {
 
 /** V8's heap as `pnpm start` and the image size it (README, Operations: Memory), so RSS is what runs. */
 export const NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=128'];
+
+/** The services' entry points, as `pnpm start` and the image run them (with NODE_FLAGS first). */
+export const ENTRY_POINTS = {
+  gateway: ['--import', './packages/telemetry/src/register.ts', 'services/auth-gateway/src/server.ts'],
+  mailer: ['--import', './packages/telemetry/src/register.ts', 'services/mailer/src/main.ts'],
+};
+
+/**
+ * The process environment of `pnpm start` and the image: the compile cache of a checkout (so a
+ * service loads no TypeScript stripper once the cache is filled) and two malloc arenas.
+ */
+export function runtimeEnv(root: string): Record<string, string> {
+  return { NODE_COMPILE_CACHE: path.join(root, 'node_modules/.cache/node'), MALLOC_ARENA_MAX: '2' };
+}
+
+/**
+ * Fills the compile cache of a checkout as the image's build does: each service started without its
+ * configuration loads every module, then stops at the configuration check.
+ */
+export async function fillCompileCache(root: string): Promise<void> {
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...runtimeEnv(root) };
+  for (const entry of Object.values(ENTRY_POINTS))
+    await promisify(execFile)(process.execPath, [...NODE_FLAGS, ...entry], { cwd: root, env }).catch(
+      () => {},
+    );
+}
 
 /** A child process whose last lines of output are kept, to explain a failure. */
 export interface Service {

@@ -10,10 +10,13 @@ import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
 import { rssBytes } from './proc-stats.ts';
 import {
+  ENTRY_POINTS,
+  fillCompileCache,
   freePort,
   NODE_FLAGS,
   type Pinning,
   pinProcess,
+  runtimeEnv,
   type Service,
   startService,
   waitUntilReady,
@@ -141,24 +144,24 @@ async function createDatabase(options: TargetOptions): Promise<string> {
 
 /** Starts the stack of one revision; everything it starts is handed to `options.cleanup`. */
 export async function startTarget(options: TargetOptions): Promise<Target> {
-  const [redis, database] = await Promise.all([startRedis(options), createDatabase(options)]);
+  const [redis, database] = await Promise.all([
+    startRedis(options),
+    createDatabase(options),
+    fillCompileCache(options.root),
+  ]);
   const databaseUrl = new URL(options.adminUrl);
   databaseUrl.pathname = `/${database}`;
   const [port, opsPort] = [await freePort(), await freePort()];
   const gateway = startService(
     `gateway (${options.label})`,
     process.execPath,
-    [
-      ...NODE_FLAGS,
-      '--import',
-      './packages/telemetry/src/register.ts',
-      'services/auth-gateway/src/server.ts',
-    ],
+    [...NODE_FLAGS, ...ENTRY_POINTS.gateway],
     {
       cwd: options.root,
       pinning: options.pinning,
       env: {
         ...baseEnv(),
+        ...runtimeEnv(options.root),
         APP_ENV: 'test',
         LOG_LEVEL: options.logLevel,
         PORT: String(port),
