@@ -56,15 +56,17 @@ export function runtimeEnv(root: string): Record<string, string> {
 }
 
 /**
- * Fills the compile cache of a checkout as the image's build does: each service started without its
- * configuration loads every module, then stops at the configuration check.
+ * Fills the compile cache of a checkout as the image's build does: each service started in
+ * production without its configuration loads every module, then stops at the configuration check.
  */
 export async function fillCompileCache(root: string): Promise<void> {
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...runtimeEnv(root) };
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APP_ENV: 'production' };
   for (const entry of Object.values(ENTRY_POINTS))
-    await promisify(execFile)(process.execPath, [...NODE_FLAGS, ...entry], { cwd: root, env }).catch(
-      () => {},
-    );
+    await promisify(execFile)(process.execPath, [...NODE_FLAGS, ...entry], {
+      cwd: root,
+      env: { ...env, ...runtimeEnv(root) },
+      timeout: 60_000,
+    }).catch(() => {});
 }
 
 /** A child process whose last lines of output are kept, to explain a failure. */
