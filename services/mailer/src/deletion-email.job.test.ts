@@ -5,7 +5,8 @@ import {
   formatDate,
   sendDeletionScheduled,
 } from './deletion-email.job.ts';
-import type { Email, MailTransport } from './transport.ts';
+import type { Email } from './mime.ts';
+import type { MailTransport } from './transport.ts';
 
 const SCHEDULED_FOR = '2026-12-22T09:05:00.000Z';
 

@@ -1,6 +1,7 @@
 import type { DeletionCancelledJobData, DeletionScheduledJobData } from '@tessera/contracts';
 import { deliver, type EmailResult } from './deliver.ts';
-import type { Email, MailTransport } from './transport.ts';
+import type { Email } from './mime.ts';
+import type { MailTransport } from './transport.ts';
 
 const MONTHS = [
   'January',

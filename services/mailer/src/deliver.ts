@@ -1,5 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
-import type { Email, MailTransport } from './transport.ts';
+import type { Email } from './mime.ts';
+import type { MailTransport } from './transport.ts';
 
 /**
  * What an email job comes to: sent; skipped because the email would no longer be true; or skipped

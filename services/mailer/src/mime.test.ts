@@ -1,9 +1,8 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { describe, expect, it } from 'vitest';
 import { composeDeletionCancelledEmail, composeDeletionScheduledEmail } from './deletion-email.job.ts';
-import { createMimeBuilder, type Fixed } from './mime.ts';
+import { createMimeBuilder, type Email, type Fixed } from './mime.ts';
 import { composeOtpEmail } from './send-otp.job.ts';
-import type { Email } from './transport.ts';
 
 const FIXED: Fixed = {
   messageId: '<0123abcd-0000-1111-2222-333344445555@tessera.test>',

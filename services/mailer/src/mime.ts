@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
-import type { Email } from './transport.ts';
+
+/** An email's content, as the jobs compose it. */
+export interface Email {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
 
 /** A message ready for SMTP: who it goes from and to (the envelope), and its bytes (CRLF lines). */
 export interface RawMessage {

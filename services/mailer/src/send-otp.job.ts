@@ -1,7 +1,8 @@
 import { type MailJobKeys, openCode, type SendOtpJobData, UnknownMailJobKeyError } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
 import { deliver } from './deliver.ts';
-import type { Email, MailTransport } from './transport.ts';
+import type { Email } from './mime.ts';
+import type { MailTransport } from './transport.ts';
 
 /** What the code email says: the code, to whom, and until when. */
 export interface OtpEmail {

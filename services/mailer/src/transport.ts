@@ -3,15 +3,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type { MailerConfig } from './config.ts';
-import { createMimeBuilder, type RawMessage } from './mime.ts';
+import { createMimeBuilder, type Email, type RawMessage } from './mime.ts';
 import { type Delivery, inSmtpSpan } from './smtp-span.ts';
-
-export interface Email {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-}
 
 export interface MailTransport {
   readonly delivery: Delivery;
