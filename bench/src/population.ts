@@ -52,12 +52,14 @@ export class Population {
     }));
   }
 
-  /** Signs in `count` new users, once each. */
-  private async signInNewUsers(count: number): Promise<void> {
+  /** Signs in `count` new users, once each; answers their sessions. */
+  async signInNewUsers(count: number): Promise<Session[]> {
     const emails = Array.from({ length: count }, () => this.freshEmail('user'));
+    const sessions: Session[] = [];
     await inParallel(emails, this.parallel, async (email) => {
-      this.record(email, await this.client.signIn(email));
+      sessions.push(this.record(email, await this.client.signIn(email)));
     });
+    return sessions;
   }
 
   /** `count` distinct existing users, signing in new ones when there are not enough. */

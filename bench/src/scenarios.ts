@@ -174,8 +174,10 @@ export const HTTP_SCENARIOS: HttpScenario[] = [
     title: 'logout',
     consumes: true,
     async prepare(population, count) {
+      // New users with one session each: users of the earlier flows hold as many sessions as those
+      // flows' throughput gave them, and logout ends them all.
       return onePerItem(
-        await population.usersWithSession(count),
+        await population.signInNewUsers(count),
         (session) => post('/logout', {}, inFlight(session).accessToken),
         post('/logout', {}),
         (status, _body, session) => {

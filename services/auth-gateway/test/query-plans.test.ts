@@ -1,0 +1,58 @@
+import { createTestDatabase, type TestDatabase } from '@tessera/testing';
+import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/database.ts';
+import * as sessions from '../src/modules/sessions/sessions.repository.ts';
+
+let database: TestDatabase;
+let db: Kysely<Database>;
+let pool: pg.Pool;
+const statements: { sql: string; parameters: readonly unknown[] }[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: database.url, max: 1 });
+  db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    plugins: [new CamelCasePlugin()],
+    log: (event) => {
+      if (event.level === 'query') statements.push(event.query);
+    },
+  });
+  // 4,000 other users with 5 sessions each: a table where reading every row is what a statement
+  // without a fitting index costs.
+  await sql`insert into users (email, created_at, updated_at, last_login)
+    select 'other-' || g || '@example.com', now(), now(), now() from generate_series(1, 4000) g`.execute(db);
+  await sql`insert into sessions (user_id, created_at, last_used_at, expires_at)
+    select id, now(), now(), now() + interval '30 days' from users, generate_series(1, 5)`.execute(db);
+  await sql`analyze`.execute(db);
+});
+afterAll(async () => {
+  await db?.destroy();
+  await database?.drop();
+});
+
+/** The plan Postgres picks for the statement the repository just ran, as JSON text. */
+async function planOfLast(): Promise<string> {
+  const last = statements.at(-1);
+  if (!last) throw new Error('no statement ran');
+  const { rows } = await pool.query(`explain (format json) ${last.sql}`, [...last.parameters]);
+  return JSON.stringify(rows[0]);
+}
+
+describe("one user's sessions", () => {
+  it('are found through an index on logout, not by reading every session', async () => {
+    const { rows } = await pool.query<{ id: string }>(
+      "select id from users where email = 'other-1@example.com'",
+    );
+    const userId = rows[0]?.id as string;
+    const now = new Date();
+
+    expect(await sessions.unexpiredSessionIds(db, userId, now)).toHaveLength(5);
+    expect(await planOfLast()).not.toContain('Seq Scan');
+
+    expect(await sessions.endUserSessions(db, userId, now, 'logout')).toHaveLength(5);
+    expect(await planOfLast()).not.toContain('Seq Scan');
+  });
+});
