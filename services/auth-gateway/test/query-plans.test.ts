@@ -3,6 +3,7 @@ import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/database.ts';
+import * as retention from '../src/modules/housekeeping/retention.repository.ts';
 import * as sessions from '../src/modules/sessions/sessions.repository.ts';
 
 let database: TestDatabase;
@@ -26,6 +27,8 @@ beforeAll(async () => {
     select 'other-' || g || '@example.com', now(), now(), now() from generate_series(1, 4000) g`.execute(db);
   await sql`insert into sessions (user_id, created_at, last_used_at, expires_at)
     select id, now(), now(), now() + interval '30 days' from users, generate_series(1, 5)`.execute(db);
+  await sql`insert into refresh_tokens (token_hash, session_id, issued_at, expires_at)
+    select sha256(id::text::bytea), id, now(), expires_at from sessions`.execute(db);
   await sql`analyze`.execute(db);
 });
 afterAll(async () => {
@@ -33,9 +36,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** The plan Postgres picks for the statement the repository just ran, as JSON text. */
-async function planOfLast(): Promise<string> {
-  const last = statements.at(-1);
+/** The plan Postgres picks for a statement the repository just ran (`back` 1: the last), as JSON text. */
+async function planOfLast(back = 1): Promise<string> {
+  const last = statements.at(-back);
   if (!last) throw new Error('no statement ran');
   const { rows } = await pool.query(`explain (format json) ${last.sql}`, [...last.parameters]);
   return JSON.stringify(rows[0]);
@@ -54,5 +57,14 @@ describe("one user's sessions", () => {
 
     expect(await sessions.endUserSessions(db, userId, now, 'logout')).toHaveLength(5);
     expect(await planOfLast()).not.toContain('Seq Scan');
+  });
+});
+
+describe('the retention sweep', () => {
+  it('finds ended and expired sessions through indexes, not by reading every session', async () => {
+    const longAgo = new Date(Date.now() - 86_400_000);
+    expect(await retention.deleteOldSessions(db, longAgo, 100)).toBe(0);
+    expect(await planOfLast(2)).not.toContain('Seq Scan');
+    expect(await planOfLast(1)).not.toContain('Seq Scan');
   });
 });

@@ -45,6 +45,13 @@ describe('the retention sweep', () => {
       headers: bearer(kept.accessToken),
     });
     expect(active.json().data.pagination.totalItems).toBe(1);
+    // A refresh now: the first token is rotated (kept until it expires, for reuse detection), and the
+    // session and its new token expire a day (REFRESH_TOKEN_TTL) from now.
+    const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
+      refreshToken: kept.refreshToken,
+    });
+    expect(refreshed.statusCode).toBe(200);
+    expect(await count('refresh_tokens')).toBe(2);
     // The events are younger than SECURITY_EVENT_RETENTION and stay, without their session.
     expect(await count('security_events')).toBe(eventsBefore);
 
@@ -52,8 +59,14 @@ describe('the retention sweep', () => {
     clock.advance(3600);
     await vi.waitFor(async () => expect(await count('security_events')).toBe(0), { timeout: 5000 });
 
-    // The long-lived session expires (REFRESH_TOKEN_TTL) and, SESSION_RETENTION later, is deleted too.
+    // A day later the rotated token expired more than SESSION_RETENTION ago and goes; the session and
+    // its current token expired exactly SESSION_RETENTION ago and stay.
     clock.advance(86_400);
+    await vi.waitFor(async () => expect(await count('refresh_tokens')).toBe(1), { timeout: 5000 });
+    expect(await count('sessions')).toBe(1);
+
+    // A second more and the expired session goes, with its token.
+    clock.advance(1);
     await vi.waitFor(async () => expect(await count('sessions')).toBe(0), { timeout: 5000 });
     expect(await count('refresh_tokens')).toBe(0);
   });

@@ -22,14 +22,32 @@ async function deleteBatch(
 
 /**
  * Sessions that ended or expired before `before`, with their refresh tokens (foreign key cascade);
- * their security events keep their row, with no session.
+ * their security events keep their row, with no session. An open session's current refresh token
+ * (never rotated) expires with it, so its index finds expired sessions: `sessions.expires_at` has
+ * none, since every refresh sets it.
  */
-export const deleteOldSessions = (db: Kysely<Database>, before: Date, limit: number) =>
-  deleteBatch(db, 'sessions', 'id', sql`expires_at < ${before} or ended_at < ${before}`, limit);
+export async function deleteOldSessions(db: Kysely<Database>, before: Date, limit: number): Promise<number> {
+  const ended = await deleteBatch(db, 'sessions', 'id', sql`ended_at < ${before}`, limit);
+  const expired = await sql`
+    delete from sessions where id in (
+      select s.id from refresh_tokens t join sessions s on s.id = t.session_id
+      where t.expires_at < ${before} and t.rotated_at is null and s.expires_at < ${before}
+      limit ${limit} for update of s skip locked)`.execute(db);
+  return ended + Number(expired.numAffectedRows ?? 0n);
+}
 
-/** Refresh tokens that expired before `before`, of sessions still kept. */
+/**
+ * Rotated refresh tokens that expired before `before`. A session's current token goes with its
+ * session, which it finds for the sweep until then.
+ */
 export const deleteOldRefreshTokens = (db: Kysely<Database>, before: Date, limit: number) =>
-  deleteBatch(db, 'refreshTokens', 'tokenHash', sql`expires_at < ${before}`, limit);
+  deleteBatch(
+    db,
+    'refreshTokens',
+    'tokenHash',
+    sql`expires_at < ${before} and rotated_at is not null`,
+    limit,
+  );
 
 /** Security events recorded before `before`. */
 export const deleteOldSecurityEvents = (db: Kysely<Database>, before: Date, limit: number) =>
