@@ -30,12 +30,15 @@ export interface BenchOptions {
   adminUrl: string;
   /** Only these flows (all when absent). */
   only?: readonly ScenarioName[];
+  /** Runs of each flow per revision; the report keeps the one with the median total CPU. */
+  rounds: number;
 }
 
 export const DEFAULTS = {
   duration: 10,
   connections: 32,
   pin: false,
+  rounds: 1,
   logLevel: 'info',
   adminUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
 } satisfies Partial<BenchOptions>;
@@ -133,18 +136,30 @@ async function measureHttp(
   };
 }
 
-async function measureRevision(
-  label: string,
-  root: string,
+/** The run of a flow with the median total CPU per request (or email): one real run, not a mix. */
+function medianRun(runs: readonly Row[]): Row {
+  const total = (row: Row) => row.cpuMsPerOp.service + (row.cpuMsPerOp.postgres ?? 0) + row.cpuMsPerOp.redis;
+  const sorted = [...runs].sort((a, b) => total(a) - total(b));
+  return sorted[Math.floor((sorted.length - 1) / 2)] as Row;
+}
+
+/**
+ * Measures every revision flow by flow: each flow runs on one revision right after the other
+ * (`rounds` times, which goes first alternating: A B, B A, …), so the machine's drift falls on both
+ * alike. Each revision's stack is started first and stays up, idle, while the other is measured.
+ */
+async function measureRevisions(
+  revisions: readonly { label: string; root: string }[],
   options: BenchOptions,
   pinning: Pinning | undefined,
   cleanup: Cleanup,
   progress: (line: string) => void,
   notes: string[],
-): Promise<TargetReport> {
-  const own = new Cleanup();
-  cleanup.add(`stop what ${label} started`, () => own.run());
-  try {
+): Promise<TargetReport[]> {
+  const stacks: { target: Target; runs: Map<ScenarioName, Row[]>; mailerRssIdle: Map<Row, number> }[] = [];
+  for (const { label, root } of revisions) {
+    const own = new Cleanup();
+    cleanup.add(`stop what ${label} started`, () => own.run());
     progress(`${label}: starting redis-server, a database and the gateway`);
     const target = await startTarget({
       label,
@@ -155,24 +170,36 @@ async function measureRevision(
       parallel: Math.max(8, options.connections),
       cleanup: own,
     });
-    const rows: Row[] = [];
-    const scenarios = HTTP_SCENARIOS.filter((s) => !options.only || options.only.includes(s.name));
-    for (const scenario of scenarios) {
-      progress(`${label}: ${scenario.title}`);
-      rows.push(await measureHttp(target, scenario, options, notes));
+    stacks.push({ target, runs: new Map(), mailerRssIdle: new Map() });
+  }
+  const inTurn = async (measure: (stack: (typeof stacks)[number]) => Promise<Row>, what: string) => {
+    for (let n = 1; n <= options.rounds; n++) {
+      const order = n % 2 === 1 ? stacks : [...stacks].reverse();
+      for (const stack of order) {
+        const round = options.rounds > 1 ? `, round ${n} of ${options.rounds}` : '';
+        progress(`${stack.target.label}: ${what}${round}`);
+        const row = await measure(stack);
+        stack.runs.set(row.name, [...(stack.runs.get(row.name) ?? []), row]);
+      }
     }
-    let mailerRssIdle: number | undefined;
-    if (!options.only || options.only.includes('mail-drain')) {
-      progress(
-        `${label}: mailer drain (${options.idleSamples} emails one by one, then ${options.emails} at once)`,
-      );
-      const drain = await measureMailDrain(target, {
+  };
+
+  for (const scenario of HTTP_SCENARIOS.filter((s) => !options.only || options.only.includes(s.name)))
+    await inTurn((stack) => measureHttp(stack.target, scenario, options, notes), scenario.title);
+  if (!options.only || options.only.includes('mail-drain'))
+    await inTurn(async (stack) => {
+      const drain = await measureMailDrain(stack.target, {
         emails: options.emails,
         idleSamples: options.idleSamples,
       });
-      rows.push(drain.row);
-      mailerRssIdle = drain.rssIdle;
-    }
+      stack.mailerRssIdle.set(drain.row, drain.rssIdle);
+      return drain.row;
+    }, `mailer drain (${options.idleSamples} emails one by one, then ${options.emails} at once)`);
+
+  const reports: TargetReport[] = [];
+  for (const { target, runs, mailerRssIdle } of stacks) {
+    const { label } = target;
+    const rows = [...runs.values()].map(medianRun);
     if (pinning && !target.postgresPinned())
       notes.push(`${label}: the Postgres backends could not all be pinned to core ${pinning.services}.`);
     for (const row of rows)
@@ -180,17 +207,17 @@ async function measureRevision(
         notes.push(
           `${label}, ${row.title}: the load generator used ${Math.round(row.loadGeneratorBusy * 100)} % of a core; it may have limited the rate.`,
         );
-    return {
+    const drain = rows.find((row) => mailerRssIdle.has(row));
+    reports.push({
       label,
-      revision: await describeRevision(root),
+      revision: await describeRevision(target.root),
       rows,
       gatewayRssIdle: target.rssIdle,
       gatewayRssPeak: target.rssPeak(),
-      mailerRssIdle,
-    };
-  } finally {
-    await own.run();
+      mailerRssIdle: drain && mailerRssIdle.get(drain),
+    });
   }
+  return reports;
 }
 
 /** Measures the working tree (and the `compare` revision), undoing everything it set up through `cleanup`. */
@@ -214,9 +241,11 @@ export async function runBench(
       root: await checkOut(WORKING_TREE, options.compare, cleanup, progress),
     });
 
-  const targets: TargetReport[] = [];
-  for (const { label, root } of revisions)
-    targets.push(await measureRevision(label, root, options, pinning, cleanup, progress, notes));
+  const targets = await measureRevisions(revisions, options, pinning, cleanup, progress, notes);
+  if (options.rounds > 1)
+    notes.push(
+      `Each flow ran ${options.rounds} times per revision, alternating which went first; each row is the run with the median total CPU per request.`,
+    );
 
   const machine =
     `${cores} cores (${cpuModel()}), Node ${process.version}, Postgres ${await postgresVersion(options.adminUrl)}, ` +

@@ -16,7 +16,11 @@ Markdown table on stdout (progress on stderr).
                        generator on core 1 (taskset, two cores or more)
   --compare <rev>      also measure this git revision (a temporary worktree, pnpm install
                        --frozen-lockfile there), then print the ratios; the revision must contain
-                       this bench's counterparts (same API, infra/src/migrate.ts, the email contract)
+                       this bench's counterparts (same API, infra/src/migrate.ts, the email contract);
+                       each flow runs on one revision right after the other
+  --rounds <n>         runs of each flow per revision, which goes first alternating (A B, B A, …);
+                       each row is the run with the median total CPU (default ${DEFAULTS.rounds}); with
+                       --compare use an even number, so that each revision goes first as often
   --emails <n>         emails queued at once for the mailer drain (default 100 × duration)
   --only <flows>       comma-separated: ${SCENARIO_NAMES.join(', ')}
   --log-level <level>  LOG_LEVEL of gateway and mailer (default ${DEFAULTS.logLevel})
@@ -31,6 +35,7 @@ function parse(argv: string[]): BenchOptions | undefined {
       connections: { type: 'string' },
       pin: { type: 'boolean', default: false },
       compare: { type: 'string' },
+      rounds: { type: 'string' },
       emails: { type: 'string' },
       only: { type: 'string' },
       'log-level': { type: 'string' },
@@ -54,6 +59,7 @@ function parse(argv: string[]): BenchOptions | undefined {
     connections: Math.round(positive('connections', values.connections, DEFAULTS.connections)),
     pin: values.pin,
     ...(values.compare !== undefined && { compare: values.compare }),
+    rounds: Math.round(positive('rounds', values.rounds, DEFAULTS.rounds)),
     emails: Math.round(positive('emails', values.emails, shape.emails)),
     idleSamples: shape.idleSamples,
     logLevel: values['log-level'] ?? DEFAULTS.logLevel,

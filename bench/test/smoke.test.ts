@@ -39,3 +39,30 @@ it('runs every flow against a real gateway and mailer, each with successful requ
     await cleanup.run();
   }
 }, 90_000);
+
+it('runs a flow as many rounds as asked and reports one row for it, the median run', async () => {
+  const cleanup = new Cleanup();
+  const progress: string[] = [];
+  try {
+    const report = await runBench(
+      {
+        ...DEFAULTS,
+        duration: 1,
+        connections: 4,
+        emails: 50,
+        idleSamples: 5,
+        adminUrl: inject('postgresUrl'),
+        only: ['list-sessions'],
+        rounds: 3,
+      },
+      cleanup,
+      (line) => progress.push(line),
+    );
+
+    expect(report.targets[0]?.rows.map((row) => row.name)).toEqual(['list-sessions']);
+    expect(progress.filter((line) => line.includes('list sessions, round'))).toHaveLength(3);
+    expect(renderReport(report)).toContain('Each flow ran 3 times per revision');
+  } finally {
+    await cleanup.run();
+  }
+}, 90_000);
