@@ -4,6 +4,8 @@ FROM node:24-slim AS workspace
 RUN npm install --global pnpm@10
 WORKDIR /app
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+# The dependency patches (pnpm-workspace.yaml, patchedDependencies): pnpm install applies them.
+COPY patches patches/
 COPY apps/console/package.json apps/console/
 COPY bench/package.json bench/
 COPY packages/client/package.json packages/client/
