@@ -7,20 +7,19 @@ import { SCENARIO_NAMES } from '../src/scenarios.ts';
 
 // Keeps `pnpm bench` from rotting: every flow runs for about a second. Speed is not asserted here;
 // the numbers of a run this short on a busy machine mean nothing.
+const smoke = () => ({
+  ...DEFAULTS,
+  duration: 1,
+  connections: 4,
+  emails: 50,
+  idleSamples: 5,
+  adminUrl: inject('postgresUrl'),
+});
+
 it('runs every flow against a real gateway and mailer, each with successful requests and no failure', async () => {
   const cleanup = new Cleanup();
   try {
-    const report = await runBench(
-      {
-        ...DEFAULTS,
-        duration: 1,
-        connections: 4,
-        emails: 50,
-        idleSamples: 5,
-        adminUrl: inject('postgresUrl'),
-      },
-      cleanup,
-    );
+    const report = await runBench(smoke(), cleanup);
 
     const [target] = report.targets;
     expect(report.targets).toHaveLength(1);
@@ -44,19 +43,8 @@ it('runs a flow as many rounds as asked and reports one row for it, the median r
   const cleanup = new Cleanup();
   const progress: string[] = [];
   try {
-    const report = await runBench(
-      {
-        ...DEFAULTS,
-        duration: 1,
-        connections: 4,
-        emails: 50,
-        idleSamples: 5,
-        adminUrl: inject('postgresUrl'),
-        only: ['list-sessions'],
-        rounds: 3,
-      },
-      cleanup,
-      (line) => progress.push(line),
+    const report = await runBench({ ...smoke(), only: ['list-sessions'], rounds: 3 }, cleanup, (line) =>
+      progress.push(line),
     );
 
     expect(report.targets[0]?.rows.map((row) => row.name)).toEqual(['list-sessions']);
