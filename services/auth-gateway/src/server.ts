@@ -1,5 +1,5 @@
 import { loadOrExit } from '@tessera/config';
-import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
+import { closeGracefully, releaseStartupMemory, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
@@ -39,3 +39,4 @@ closeGracefully({
 
 await app.listen({ port: config.http.port, host: config.http.host });
 app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');
+releaseStartupMemory();

@@ -3,6 +3,7 @@ import {
   closeGracefully,
   type OperationsServer,
   prettyInDevelopment,
+  releaseStartupMemory,
   startOperationsServer,
   traceFields,
 } from '@tessera/telemetry';
@@ -63,3 +64,4 @@ logger.info(
   },
   'mailer ready',
 );
+releaseStartupMemory();
