@@ -102,6 +102,20 @@ describe('send limits (defaults)', () => {
     expectTooMany(await send(gateway.app, 'v6-30@example.com', '2001:db8:1:2:ffff::1'));
   });
 
+  it('counts nothing of a send that failed halfway: the email may have a code at once', async () => {
+    // The client IP's log cannot be read (as when its Redis Cluster node is down) while the email's can.
+    const broken = '{ip:192.0.2.201}:sends';
+    await gateway.app.redis.set(broken, 'not a log');
+    try {
+      const failed = await send(gateway.app, 'half-counted@example.com', '192.0.2.201');
+      expect(failed.statusCode).toBeGreaterThanOrEqual(500);
+      expect(body(failed).isSuccess).toBe(false);
+    } finally {
+      await gateway.app.redis.del(broken);
+    }
+    expect((await send(gateway.app, 'half-counted@example.com', '192.0.2.202')).statusCode).toBe(200);
+  });
+
   it('records the first refusal of a full window as a security event, not every refused request', async () => {
     await send(gateway.app, 'noted@example.com', '192.0.2.200');
     for (let i = 0; i < 3; i++) expectTooMany(await send(gateway.app, 'noted@example.com', '192.0.2.200'));

@@ -114,17 +114,28 @@ export function createSlidingWindows(redis: RedisClient) {
      *
      * `scopes` groups the windows by hash tag: a script may only touch keys of one Redis Cluster
      * slot, so each group is checked and counted atomically by one script, the groups side by side.
-     * When a group refuses, the event is taken back out of the others: no window ever holds more
-     * than its limit, and a request racing with the take-back is at worst refused, never let through.
+     * When a group refuses, or fails (its Redis node down), the event is taken back out of the
+     * others: no window ever holds more than its limit or an event that did not happen, and a request
+     * racing with the take-back is at worst refused, never let through.
      */
     async hit<Name extends string>(
       scopes: Window<Name>[][],
     ): Promise<{ refusal: Refusal<Name> } | { refusal: undefined; event: string; filled: Name[] }> {
       const event = randomUUID();
-      const results = await Promise.all(scopes.map((windows) => hitScope(windows, event)));
+      const settled = await Promise.allSettled(scopes.map((windows) => hitScope(windows, event)));
+      const results = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+      const counted = scopes.filter((_, i) => {
+        const outcome = settled[i];
+        return outcome?.status === 'fulfilled' && !outcome.value.refusal;
+      });
+      const failed = settled.find((outcome) => outcome.status === 'rejected');
+      if (failed) {
+        await release(counted.flat(), event).catch(() => {});
+        throw failed.reason;
+      }
       const refused = results.filter((r) => r.refusal).sort((a, b) => b.waitMs - a.waitMs)[0];
       if (!refused?.refusal) return { refusal: undefined, event, filled: results.flatMap((r) => r.filled) };
-      await release(scopes.filter((_, i) => !results[i]?.refusal).flat(), event);
+      await release(counted.flat(), event);
       return { refusal: refused.refusal };
     },
 
