@@ -7,7 +7,7 @@ import { measureMailDrain } from './mail-drain.ts';
 import { meter } from './meter.ts';
 import { cpuModel } from './proc-stats.ts';
 import { type Pinning, pinLoadGenerator } from './processes.ts';
-import type { BenchReport, Row, TargetReport } from './report.ts';
+import type { BenchReport, MailerStart, Row, TargetReport } from './report.ts';
 import { checkOut, describeRevision } from './revision.ts';
 import { HTTP_SCENARIOS, type HttpScenario, type ScenarioName } from './scenarios.ts';
 import { startTarget, type Target, WORKING_TREE } from './target.ts';
@@ -156,7 +156,7 @@ async function measureRevisions(
   progress: (line: string) => void,
   notes: string[],
 ): Promise<TargetReport[]> {
-  const stacks: { target: Target; runs: Map<ScenarioName, Row[]>; mailerRssIdle: Map<Row, number> }[] = [];
+  const stacks: { target: Target; runs: Map<ScenarioName, Row[]>; mailerStart: Map<Row, MailerStart> }[] = [];
   for (const { label, root } of revisions) {
     const own = new Cleanup();
     cleanup.add(`stop what ${label} started`, () => own.run());
@@ -170,7 +170,7 @@ async function measureRevisions(
       parallel: Math.max(8, options.connections),
       cleanup: own,
     });
-    stacks.push({ target, runs: new Map(), mailerRssIdle: new Map() });
+    stacks.push({ target, runs: new Map(), mailerStart: new Map() });
   }
   const inTurn = async (measure: (stack: (typeof stacks)[number]) => Promise<Row>, what: string) => {
     for (let n = 1; n <= options.rounds; n++) {
@@ -192,12 +192,12 @@ async function measureRevisions(
         emails: options.emails,
         idleSamples: options.idleSamples,
       });
-      stack.mailerRssIdle.set(drain.row, drain.rssIdle);
+      stack.mailerStart.set(drain.row, { rssIdle: drain.rssIdle, firstEmailMs: drain.firstEmailMs });
       return drain.row;
     }, `mailer drain (${options.idleSamples} emails one by one, then ${options.emails} at once)`);
 
   const reports: TargetReport[] = [];
-  for (const { target, runs, mailerRssIdle } of stacks) {
+  for (const { target, runs, mailerStart } of stacks) {
     const { label } = target;
     const rows = [...runs.values()].map(medianRun);
     if (pinning && !target.postgresPinned())
@@ -207,14 +207,14 @@ async function measureRevisions(
         notes.push(
           `${label}, ${row.title}: the load generator used ${Math.round(row.loadGeneratorBusy * 100)} % of a core; it may have limited the rate.`,
         );
-    const drain = rows.find((row) => mailerRssIdle.has(row));
+    const drain = rows.find((row) => mailerStart.has(row));
     reports.push({
       label,
       revision: await describeRevision(target.root),
       rows,
       gatewayRssIdle: target.rssIdle,
       gatewayRssPeak: target.rssPeak(),
-      mailerRssIdle: drain && mailerRssIdle.get(drain),
+      mailer: drain && mailerStart.get(drain),
     });
   }
   return reports;

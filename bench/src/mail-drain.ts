@@ -10,7 +10,10 @@ import { startSmtpSink } from './smtp-sink.ts';
 import { baseEnv, QUEUE_PREFIX, type Target } from './target.ts';
 
 export interface MailDrainShape {
-  /** Codes asked for one at a time, each waited for, to measure send → accepted with the mailer idle. */
+  /**
+   * Codes asked for one at a time, each waited for, to measure send → accepted with the mailer idle;
+   * after the first email, whose latency is told apart (it opens the SMTP connection).
+   */
   idleSamples: number;
   /** Code emails queued while the queue is paused, then drained at once. */
   emails: number;
@@ -20,13 +23,16 @@ export interface MailDrainResult {
   row: Row;
   /** Mailer RSS once started, before any email, bytes. */
   rssIdle: number;
+  /** Send → accepted of the first email after the mailer started, ms. */
+  firstEmailMs: number;
 }
 
 /**
  * The mailer of the target's revision, at its default settings, sending into an SMTP sink on
  * loopback. The emails are queued by the gateway (send code), so each revision's jobs have its own
- * format. First `idleSamples` codes one after the other (latency), then `emails` queued while the
- * queue is paused and released at once (throughput, and the CPU it costs the mailer and Redis).
+ * format. First one code, then `idleSamples` codes one after the other (latency), then `emails`
+ * queued while the queue is paused and released at once (throughput, and the CPU it costs the
+ * mailer and Redis).
  */
 export async function measureMailDrain(target: Target, shape: MailDrainShape): Promise<MailDrainResult> {
   const { hostname, port } = new URL(target.redis.url);
@@ -65,16 +71,18 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
     const rssIdle = rssBytes(mailer.pid) ?? 0;
     const { client, population } = target;
 
-    const latencies: number[] = [];
-    for (let i = 0; i < shape.idleSamples; i++) {
+    const sendAndWait = async () => {
       const email = population.freshEmail('idle-mail');
       const asked = performance.now();
       await client.sendCode(email);
       await sink.waitFor([email], 10_000).catch((error: Error) => {
         throw new Error(`${mailer.name}: ${error.message}; its output:\n${mailer.output()}`);
       });
-      latencies.push((sink.accepted.get(email) ?? Number.NaN) - asked);
-    }
+      return (sink.accepted.get(email) ?? Number.NaN) - asked;
+    };
+    const firstEmailMs = await sendAndWait();
+    const latencies: number[] = [];
+    for (let i = 0; i < shape.idleSamples; i++) latencies.push(await sendAndWait());
 
     await queue.pause();
     const emails = Array.from({ length: shape.emails }, () => population.freshEmail('mail'));
@@ -92,6 +100,7 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
     const sorted = Float64Array.from(latencies).sort();
     return {
       rssIdle,
+      firstEmailMs,
       row: {
         name: 'mail-drain',
         title: 'mailer drain',

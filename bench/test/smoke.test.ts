@@ -30,10 +30,12 @@ it('runs every flow against a real gateway and mailer, each with successful requ
       expect(row.cpuMsPerOp.service, row.name).toBeGreaterThan(0);
     }
     expect(target?.gatewayRssPeak).toBeGreaterThan(0);
-    expect(target?.mailerRssIdle).toBeGreaterThan(0);
+    expect(target?.mailer?.rssIdle).toBeGreaterThan(0);
+    expect(target?.mailer?.firstEmailMs).toBeGreaterThan(0);
 
     const table = renderReport(report);
     for (const row of target?.rows ?? []) expect(table).toContain(`| ${row.title} |`);
+    expect(table).toMatch(/its first email after start [\d.]+ ms/);
   } finally {
     await cleanup.run();
   }
