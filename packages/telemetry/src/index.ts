@@ -15,7 +15,7 @@ export function bullmqTelemetry(): BullMQOtel {
   return new BullMQOtel({ tracerName: 'tessera', meterName: 'tessera', enableMetrics: true });
 }
 
-export { closeGracefully, type GracefulCloseOptions, releaseStartupMemory } from './lifecycle.ts';
+export { closeGracefully, type GracefulCloseOptions } from './lifecycle.ts';
 export {
   checkReadiness,
   type OperationsServer,

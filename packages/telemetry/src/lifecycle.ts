@@ -1,5 +1,3 @@
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { shutdownTelemetry } from './shutdown.ts';
 
 interface Log {
@@ -62,18 +60,4 @@ export function closeGracefully({ timeoutMs, log, close, exit = process.exit }: 
   process.on('SIGINT', onSignal);
   process.on('uncaughtException', onCrash);
   process.on('unhandledRejection', onCrash);
-}
-
-/**
- * Starting a service allocates far more than it keeps (modules, compiled schemas), and V8 keeps the
- * heap it grew meanwhile, the young generation at its full size and the old one uncompacted, until a
- * collection that aims to shrink it: an idle service may never run one. One such collection (V8's
- * last-resort flavour, as under memory pressure) once the service is ready hands ~20 MB of the
- * gateway's RSS back; under load the young generation grows again as it needs. `--expose-gc` set
- * here only installs `gc` in contexts made afterwards: the one made to fetch it.
- */
-export function releaseStartupMemory(): void {
-  v8.setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options: object) => void;
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }

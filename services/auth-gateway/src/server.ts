@@ -1,5 +1,5 @@
 import { loadOrExit } from '@tessera/config';
-import { closeGracefully, releaseStartupMemory, startOperationsServer } from '@tessera/telemetry';
+import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
@@ -39,4 +39,3 @@ closeGracefully({
 
 await app.listen({ port: config.http.port, host: config.http.host });
 app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');
-releaseStartupMemory();

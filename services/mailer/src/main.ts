@@ -3,7 +3,6 @@ import {
   closeGracefully,
   type OperationsServer,
   prettyInDevelopment,
-  releaseStartupMemory,
   startOperationsServer,
   traceFields,
 } from '@tessera/telemetry';
@@ -64,4 +63,3 @@ logger.info(
   },
   'mailer ready',
 );
-releaseStartupMemory();
