@@ -124,18 +124,19 @@ export function createSlidingWindows(redis: RedisClient) {
       const event = randomUUID();
       const settled = await Promise.allSettled(scopes.map((windows) => hitScope(windows, event)));
       const results = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
-      const counted = scopes.filter((_, i) => {
+      // The windows this event was counted in: those of every group that neither refused nor failed.
+      const counted = scopes.flatMap((windows, i) => {
         const outcome = settled[i];
-        return outcome?.status === 'fulfilled' && !outcome.value.refusal;
+        return outcome?.status === 'fulfilled' && !outcome.value.refusal ? windows : [];
       });
       const failed = settled.find((outcome) => outcome.status === 'rejected');
       if (failed) {
-        await release(counted.flat(), event).catch(() => {});
+        await release(counted, event).catch(() => {});
         throw failed.reason;
       }
       const refused = results.filter((r) => r.refusal).sort((a, b) => b.waitMs - a.waitMs)[0];
       if (!refused?.refusal) return { refusal: undefined, event, filled: results.flatMap((r) => r.filled) };
-      await release(counted.flat(), event);
+      await release(counted, event);
       return { refusal: refused.refusal };
     },
 
