@@ -271,6 +271,8 @@ describe('without an OTLP endpoint', () => {
       LOG_LEVEL: 'info',
       PORT: String(port),
       HOST: '127.0.0.1',
+      OPS_PORT: String(await freePort()),
+      OPS_HOST: '127.0.0.1',
       DATABASE_URL: database.url,
       REDIS_URL: redis.url,
       REDIS_KEY_PREFIX: redis.keyPrefix,
@@ -282,6 +284,7 @@ describe('without an OTLP endpoint', () => {
       OTP_SECRET: 'e2e-otp-secret-0123456789abcdef0123456789',
       MAIL_JOB_KEY: `e2e:${randomBytes(32).toString('base64')}`,
     });
+    processes.push(gateway);
     const lines: Json[] = [];
     gateway.child.stdout?.on('data', (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
@@ -305,14 +308,34 @@ describe('without an OTLP endpoint', () => {
       body: JSON.stringify({ email: 'quiet@example.com' }),
     });
     expect(sent.status).toBe(200);
+
+    // A caller with a trace of its own, whose body arrives in a later packet than the headers.
+    const callerTrace = randomBytes(16).toString('hex');
+    const body = JSON.stringify({ email: 'caller@example.com' });
+    const socket = net.connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(
+      `POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n` +
+        `traceparent: 00-${callerTrace}-${randomBytes(8).toString('hex')}-01\r\n\r\n`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write(body);
+    const [answer] = await once(socket, 'data');
+    expect(String(answer)).toMatch(/^HTTP\/1\.1 200 /);
     expect(await gateway.stop('SIGTERM')).toBe(0);
 
-    const traced = lines.find((line) => line.msg === 'request completed' && line.trace_id);
-    expect(traced?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    const completed = lines.filter((line) => line.msg === 'request completed' && line.req?.method === 'POST');
+    const [ownTrace, continued] = completed.map((line) => line.trace_id);
+    expect(ownTrace).toMatch(/^[0-9a-f]{32}$/);
+    expect(ownTrace).not.toBe(callerTrace);
+    expect(continued).toBe(callerTrace);
     const queue = new Queue(EMAIL_QUEUE, { connection: { url: redis.url }, prefix });
     try {
-      const [job] = await queue.getWaiting();
-      expect(JSON.stringify(job?.opts)).toContain(traced?.trace_id);
+      const jobs = await queue.getWaiting();
+      const traceOf = (email: string) => JSON.stringify(jobs.find((job) => job.data.to === email)?.opts);
+      expect(traceOf('quiet@example.com')).toContain(ownTrace);
+      expect(traceOf('caller@example.com')).toContain(callerTrace);
     } finally {
       await queue.close();
     }

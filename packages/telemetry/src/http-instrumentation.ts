@@ -5,8 +5,8 @@ import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 export const UNTRACED = /^\/(health|metrics)\b/;
 
 /**
- * The incoming request starts the trace, or continues the caller's (`traceparent`), so its id
- * reaches logs and jobs whether or not anything is recorded.
+ * With an exporter: the incoming request's span starts the trace, or continues the caller's
+ * (`traceparent`). Without one, propagate-traces.ts gives each request its trace context instead.
  */
 export function httpInstrumentation(): HttpInstrumentation {
   return new HttpInstrumentation({
