@@ -43,9 +43,14 @@ export const DEFAULTS = {
   adminUrl: 'postgres://postgres@127.0.0.1:5432/postgres',
 } satisfies Partial<BenchOptions>;
 
-/** Emails the drain queues and idle samples it takes: scaled with the duration, like the HTTP flows. */
+/**
+ * Emails the drain queues and idle samples it takes: scaled with the duration, like the HTTP flows, so
+ * that a mailer at its target rate (1,000 emails/s) drains for about the duration. A much shorter
+ * drain measures mostly a process just started: its code not yet optimized, its SMTP connections
+ * opening.
+ */
 export const mailShape = (duration: number) => ({
-  emails: Math.max(50, Math.round(100 * duration)),
+  emails: Math.max(50, Math.round(1000 * duration)),
   idleSamples: Math.max(10, Math.min(100, Math.round(10 * duration))),
 });
 

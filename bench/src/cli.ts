@@ -21,7 +21,7 @@ Markdown table on stdout (progress on stderr).
   --rounds <n>         runs of each flow per revision, which goes first alternating (A B, B A, …);
                        each row is the run with the median total CPU (default ${DEFAULTS.rounds}); with
                        --compare use an even number, so that each revision goes first as often
-  --emails <n>         emails queued at once for the mailer drain (default 100 × duration)
+  --emails <n>         emails queued at once for the mailer drain (default 1,000 × duration)
   --only <flows>       comma-separated: ${SCENARIO_NAMES.join(', ')}
   --log-level <level>  LOG_LEVEL of gateway and mailer (default ${DEFAULTS.logLevel})
   --database-url <url> Postgres to administer from (default BENCH_DATABASE_URL or
