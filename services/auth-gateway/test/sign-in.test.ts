@@ -72,8 +72,10 @@ describe('POST /api/v1/auth/send-otp-email', () => {
     const codeKeys = await redis.keys(`${gateway.config.redis.keyPrefix}{email:*}:otp`);
     const ttls = await Promise.all(codeKeys.map((key) => redis.ttl(key)));
     expect(ttls.length).toBeGreaterThan(0);
-    for (const ttl of ttls) expect(ttl).toBeGreaterThan(290);
-    for (const ttl of ttls) expect(ttl).toBeLessThanOrEqual(300);
+    for (const ttl of ttls) {
+      expect(ttl).toBeGreaterThan(290);
+      expect(ttl).toBeLessThanOrEqual(300);
+    }
   });
 
   it('gives each code its own job id, so a resend is a new email', async () => {
