@@ -11,5 +11,6 @@ export {
   waitUntil,
 } from './processes.ts';
 export { type RedisCluster, startRedisCluster } from './redis-cluster.ts';
+export { mentionsCode } from './secrets.ts';
 export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
 export { type ReceivedMail, type SmtpSink, startSmtpSink } from './smtp-sink.ts';
