@@ -47,7 +47,6 @@ async function cli(args: string[], env: Record<string, string> = {}) {
 
 const minutesFromNow = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString();
 const jobId = (n: number) => sendOtpJobId(`00000000-0000-4000-8000-${String(n).padStart(12, '0')}`);
-/** True when `code` appears as a number of its own (not inside a longer one, like a timestamp). */
 
 const keys = parseMailJobKeys();
 /** The codes of this file, in clear, that no output may show. */

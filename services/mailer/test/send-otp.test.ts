@@ -168,8 +168,6 @@ async function redactedJob(jobId: string, timeoutMs = 5_000): Promise<Job<SendOt
   }
 }
 
-/** True when `code` appears as a number of its own (not inside a longer one, like a timestamp). */
-
 /** Every key and value this file's queue keeps in Redis, as text. */
 async function everythingStoredInRedis(): Promise<string> {
   const parts: string[] = [];
