@@ -18,7 +18,11 @@ export interface RedisCluster {
 
 /** Asks one node for its `CLUSTER INFO`; undefined while it does not answer. */
 async function clusterInfo(port: number): Promise<string | undefined> {
-  const client = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
+  const client = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    retryStrategy: () => null,
+    commandTimeout: 1000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -49,14 +53,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
     );
     await rm(dir, { recursive: true, force: true });
   }
-  try {
-    const ports: number[] = [];
-    for (let i = 0; i < masters; i++) {
+  const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+  /**
+   * One node on two free ports. A port can be taken between freePort and the server's bind (another
+   * test picked it too): the server then exits at once, and the node starts again on other ports.
+   */
+  async function startNode(): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
       // The cluster bus would default to port + 10000, which may be taken or past 65535.
-      const [port, busPort] = [await freePort(), await freePort()];
-      ports.push(port);
+      let busPort = await freePort();
+      while (busPort === port) busPort = await freePort();
       // biome-ignore format: one flag and its value a line
-      children.push(spawn('redis-server', [
+      const child = spawn('redis-server', [
         '--port', String(port),
         '--cluster-port', String(busPort),
         '--bind', '127.0.0.1',
@@ -65,13 +74,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
         '--save', '',
         '--appendonly', 'no',
         '--dir', dir,
-      ], { stdio: 'ignore' }));
+      ], { stdio: 'ignore' });
+      children.push(child);
+      await waitUntil(
+        `redis-server on ${port}`,
+        async () => exited(child) || (await clusterInfo(port)) !== undefined,
+      );
+      if (!exited(child)) return port;
+      if (attempt === 3) throw new Error(`redis-server on ${port}: exited at start, three times`);
     }
-    await Promise.all(
-      ports.map((port) =>
-        waitUntil(`redis-server on ${port}`, async () => (await clusterInfo(port)) !== undefined),
-      ),
-    );
+  }
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < masters; i++) ports.push(await startNode());
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
     await waitUntil('cluster_state:ok on every node', async () => {
