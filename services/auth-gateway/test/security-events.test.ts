@@ -121,15 +121,42 @@ describe('the security log', () => {
 });
 
 describe('when the security log cannot be written', () => {
-  it('still ends the sessions it was asked to end', async () => {
-    const { accessToken } = await signIn(gateway.app, 'unlogged@example.com');
+  it('still ends the sessions it was asked to end: revoke, sign-out of a device, logout', async () => {
+    const first = await signIn(gateway.app, 'unlogged@example.com');
+    const second = await signIn(gateway.app, 'unlogged@example.com');
+    const third = await signIn(gateway.app, 'unlogged@example.com');
     await sql`alter table security_events rename to security_events_away`.execute(gateway.app.db);
     try {
-      const loggedOut = await post(gateway.app, '/api/v1/auth/logout', {}, bearer(accessToken));
-      expect(loggedOut.statusCode).toBe(200);
-      const after = await gateway.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
+      const revoked = await post(
+        gateway.app,
+        '/api/v1/auth/revoke-token',
+        { refreshToken: first.refreshToken },
+        bearer(third.accessToken),
+      );
+      expect(revoked.statusCode).toBe(200);
+      const signedOut = await gateway.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/auth/sessions/${sidOf(second.accessToken)}`,
+        headers: bearer(third.accessToken),
+      });
+      expect(signedOut.statusCode).toBe(200);
+      for (const ended of [first, second]) {
+        const after = await gateway.app.inject({
+          url: '/api/v1/auth/sessions',
+          headers: bearer(ended.accessToken),
+        });
+        expect(after.statusCode).toBe(401);
+      }
+
+      const loggedOut = await post(gateway.app, '/api/v1/auth/logout', {}, bearer(third.accessToken));
+      expect(body(loggedOut).data).toEqual({ revokedSessions: 1 });
+      const after = await gateway.app.inject({
+        url: '/api/v1/auth/sessions',
+        headers: bearer(third.accessToken),
+      });
       expect(after.statusCode).toBe(401);
-      expect(logLines.some((line) => line.msg === 'could not record a security event')).toBe(true);
+      const unrecorded = logLines.filter((line) => line.msg === 'could not record a security event');
+      expect(unrecorded.map((line) => line.event)).toEqual(['session_revoked', 'session_revoked', 'logout']);
     } finally {
       await sql`alter table security_events_away rename to security_events`.execute(gateway.app.db);
     }

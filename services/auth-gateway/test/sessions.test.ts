@@ -77,6 +77,11 @@ describe('POST /api/v1/auth/revoke-token', () => {
     expect(forbidden.statusCode).toBe(403);
     expect(body(forbidden).errors[0]).toBe('Insufficient permissions');
     expect((await list(theirs.accessToken)).statusCode).toBe(200);
+    // Their session is still open where refresh looks: the token still rotates.
+    const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
+      refreshToken: theirs.refreshToken,
+    });
+    expect(refreshed.statusCode).toBe(200);
 
     const unknown = await post(
       gateway.app,

@@ -1,4 +1,6 @@
+import { DependencyUnavailableError } from '@tessera/contracts';
 import { type ErrorCode, GatewayError } from '../../errors.ts';
+import type { SecurityEventType } from '../security-events/event-types.ts';
 import type { ClientInfo } from '../security-events/security-events.ts';
 import { hashRefreshToken } from '../tokens/refresh-token.ts';
 import { sessionsEnded } from './metrics.ts';
@@ -10,88 +12,104 @@ export interface EndedSession {
   revokedAt: Date;
 }
 
-interface Target {
-  userId: string;
-  sessionId: string;
-  /** Still open and unexpired as the caller found it. */
-  open: boolean;
-  /** Ended before this call. */
-  endedBefore: boolean;
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A session as the ending statement found it, and whether that statement ended it. */
+interface Found {
+  sessionId: string;
+  endedAt: Date | null;
+  ended: boolean;
+}
+
 /**
- * Ends one session if it is still open, else answers `conflict`. Its Redis key goes also when it had
- * ended before, so a retry after a failed delete still revokes.
+ * After the statement that ended the session (with its `session_revoked` event) or found it not
+ * open: its Redis key goes, also when it had ended before, so a retry after a failed delete still
+ * revokes; a session this call did not end answers `conflict`.
  */
-async function endOne(
-  { db, activeSessions, securityLog }: SessionsContext,
-  target: Target,
-  how: { reason: 'revoked' | 'signed_out'; via: string; conflict: ErrorCode },
-  client: ClientInfo,
+async function afterEnding(
+  { activeSessions }: SessionsContext,
+  found: Found,
+  how: { reason: 'revoked' | 'signed_out'; conflict: ErrorCode },
   now: Date,
 ): Promise<EndedSession> {
-  const ended = target.open && (await repository.endSession(db, target.sessionId, now, how.reason));
-  if (ended || target.endedBefore) await activeSessions.remove([target.sessionId]);
-  if (!ended) throw new GatewayError(how.conflict);
+  if (found.ended || found.endedAt) await activeSessions.remove([found.sessionId]);
+  if (!found.ended) throw new GatewayError(how.conflict);
   sessionsEnded.add(1, { reason: how.reason });
-  const { userId, sessionId } = target;
-  await securityLog.recordAfter({
-    type: 'session_revoked',
-    userId,
-    sessionId,
-    client,
-    details: { via: how.via },
-    at: now,
-  });
-  return { sessionId, revokedAt: now };
+  return { sessionId: found.sessionId, revokedAt: now };
+}
+
+/**
+ * An ending statement with its security event; when that statement fails on anything but an outage
+ * (the event's row refused), once more without the event, which is logged as not recorded: the
+ * user's action stands without its record.
+ */
+async function withEvent<T>(
+  { log }: SessionsContext,
+  type: SecurityEventType,
+  run: (event: boolean) => Promise<T>,
+): Promise<T> {
+  try {
+    return await run(true);
+  } catch (err) {
+    if (err instanceof DependencyUnavailableError) throw err;
+    log.error({ err, event: type }, 'could not record a security event');
+    return run(false);
+  }
 }
 
 /** Ends the session a refresh token belongs to, on behalf of its owner. */
 export function revokeByRefreshToken(context: SessionsContext) {
   return async (userId: string, presented: string, client: ClientInfo): Promise<EndedSession> => {
     const now = context.clock.now();
-    const token = await repository.findRefreshToken(context.db, hashRefreshToken(presented));
-    if (!token) throw new GatewayError('REFRESH_TOKEN_NOT_FOUND');
-    if (token.userId !== userId) throw new GatewayError('REFRESH_TOKEN_FOREIGN');
-    const open = !token.sessionEndedAt && !token.rotatedAt && token.expiresAt > now;
-    const target = { userId, sessionId: token.sessionId, open, endedBefore: Boolean(token.sessionEndedAt) };
-    const how = { reason: 'revoked', via: 'refresh_token', conflict: 'REFRESH_TOKEN_NOT_ACTIVE' } as const;
-    return endOne(context, target, how, client, now);
+    const values = {
+      tokenHash: hashRefreshToken(presented),
+      userId,
+      ...client,
+      now,
+      reason: 'revoked',
+      details: JSON.stringify({ via: 'refresh_token' }),
+    } as const;
+    const found = await withEvent(context, 'session_revoked', (event) =>
+      repository.revokeSessionByToken(context.db, values, event),
+    );
+    if (!found) throw new GatewayError('REFRESH_TOKEN_NOT_FOUND');
+    if (found.userId !== userId) throw new GatewayError('REFRESH_TOKEN_FOREIGN');
+    return afterEnding(context, found, { reason: 'revoked', conflict: 'REFRESH_TOKEN_NOT_ACTIVE' }, now);
   };
 }
 
 /** Ends one of the user's sessions by id ("sign out that device"). */
 export function endSessionById(context: SessionsContext) {
   return async (userId: string, sessionId: string, client: ClientInfo): Promise<EndedSession> => {
+    if (!UUID.test(sessionId)) throw new GatewayError('SESSION_NOT_FOUND');
     const now = context.clock.now();
-    const session = UUID.test(sessionId)
-      ? await repository.findUserSession(context.db, userId, sessionId)
-      : undefined;
-    if (!session) throw new GatewayError('SESSION_NOT_FOUND');
-    const open = !session.endedAt && session.expiresAt > now;
-    const target = { userId, sessionId, open, endedBefore: Boolean(session.endedAt) };
-    const how = { reason: 'signed_out', via: 'session_id', conflict: 'SESSION_ALREADY_ENDED' } as const;
-    return endOne(context, target, how, client, now);
+    const values = {
+      sessionId,
+      userId,
+      ...client,
+      now,
+      reason: 'signed_out',
+      details: JSON.stringify({ via: 'session_id' }),
+    } as const;
+    const found = await withEvent(context, 'session_revoked', (event) =>
+      repository.endSessionOfUser(context.db, values, event),
+    );
+    if (!found) throw new GatewayError('SESSION_NOT_FOUND');
+    return afterEnding(context, found, { reason: 'signed_out', conflict: 'SESSION_ALREADY_ENDED' }, now);
   };
 }
 
-/** Ends every session of the user; returns how many were open. */
-export function logoutEverywhere({ db, clock, activeSessions, securityLog }: SessionsContext) {
+/** Ends every session of the user, with the `logout` event, in one statement; returns how many were open. */
+export function logoutEverywhere(context: SessionsContext) {
+  const { db, clock, activeSessions } = context;
   return async (userId: string, client: ClientInfo): Promise<number> => {
-    const now = clock.now();
-    const ended = await repository.endUserSessions(db, userId, now, 'logout');
+    const values = { userId, ...client, now: clock.now() };
+    const { ended, unexpired } = await withEvent(context, 'logout', (event) =>
+      repository.logoutEverywhere(db, values, event),
+    );
     // Every unexpired session's key, not only those ended now: a retry repairs a failed delete.
-    await activeSessions.remove(await repository.unexpiredSessionIds(db, userId, now));
-    sessionsEnded.add(ended.length, { reason: 'logout' });
-    await securityLog.recordAfter({
-      type: 'logout',
-      userId,
-      client,
-      details: { revokedSessions: ended.length },
-      at: now,
-    });
-    return ended.length;
+    await activeSessions.remove(unexpired);
+    sessionsEnded.add(ended, { reason: 'logout' });
+    return ended;
   };
 }

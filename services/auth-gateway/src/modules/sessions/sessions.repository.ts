@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type QueryCreator, type Selectable, sql } from 'kysely';
 import type { Database, SessionsTable } from '../../database.ts';
 import { prepareQuery } from '../../prepared.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
@@ -202,38 +202,207 @@ export async function endSession(
   return numAffectedRows > 0n;
 }
 
-const endAll = prepareQuery(
-  (db: Kysely<Database>, $: { userId: string; endedAt: Date; reason: SessionEndReason }) =>
-    db
-      .updateTable('sessions')
-      .set({ endedAt: $.endedAt, endReason: $.reason })
-      .where('userId', '=', $.userId)
-      .where('endedAt', 'is', null)
-      .returning('id'),
-);
-
-/** Ends every open session of a user; returns their ids. */
-export async function endUserSessions(
-  db: Kysely<Database>,
-  userId: string,
-  endedAt: Date,
-  reason: SessionEndReason,
-): Promise<string[]> {
-  const rows = await endAll.rows(db, { userId, endedAt, reason });
-  return rows.map((r) => r.id);
+/** Who ends sessions, from where, when: the values of the security event written with the ending. */
+interface Ending {
+  userId: string;
+  ipAddress: string;
+  userAgent: string | null;
+  now: Date;
 }
 
-const unexpired = prepareQuery((db: Kysely<Database>, $: { userId: string; now: Date }) =>
-  db.selectFrom('sessions').select('id').where('userId', '=', $.userId).where('expiresAt', '>', $.now),
-);
+/**
+ * Whether the ending statement also writes its security event. Without it (`false`), only for a
+ * retry when the event's row was refused: the user's action stands without its record.
+ */
+type WithEvent = boolean;
 
-export async function unexpiredSessionIds(
+type EndOne = Ending & { reason: SessionEndReason; details: string };
+
+/** One session found for ending: still `open` (unended and unexpired) as the statement found it. */
+interface EndTarget {
+  sessionId: string;
+  userId: string;
+  endedAt: Date | null;
+  open: boolean;
+}
+
+/**
+ * Ends the session in `target` if it is open and the user's, with its `session_revoked` event
+ * (`details` as JSON text), in the statement that found it. Answers the target and whether this
+ * statement ended it.
+ */
+function endTarget(db: QueryCreator<Database & { target: EndTarget }>, $: EndOne, event: WithEvent) {
+  const type: SecurityEventType = 'session_revoked';
+  const ending = db.with('ended', (db) =>
+    db
+      .updateTable('sessions')
+      .set({ endedAt: $.now, endReason: $.reason })
+      .where('id', '=', (eb) =>
+        eb
+          .selectFrom('target')
+          .select('target.sessionId')
+          .where('target.open', '=', true)
+          .where('target.userId', '=', $.userId),
+      )
+      .where('endedAt', 'is', null)
+      .returning(['id', 'userId']),
+  );
+  const recorded = () =>
+    ending.with('event', (db) =>
+      db
+        .insertInto('securityEvents')
+        .columns(['type', 'userId', 'sessionId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('ended')
+            .select([
+              eb.val(type).as('type'),
+              'ended.userId',
+              'ended.id as sessionId',
+              eb.val($.ipAddress).as('ipAddress'),
+              eb.val($.userAgent).as('userAgent'),
+              eb.cast<string>(eb.val($.details), 'jsonb').as('details'),
+              eb.val($.now).as('createdAt'),
+            ]),
+        ),
+    );
+  // The event's CTE is referenced by nothing after it: either creator builds the same final select.
+  return (event ? recorded() : ending)
+    .selectFrom('target')
+    .select((eb) => [
+      'target.sessionId',
+      'target.userId',
+      'target.endedAt',
+      eb.exists(eb.selectFrom('ended').select('ended.id')).$castTo<boolean>().as('ended'),
+    ]);
+}
+
+const revokeByToken = (event: WithEvent) =>
+  prepareQuery((db: Kysely<Database>, $: EndOne & { tokenHash: Buffer }) =>
+    endTarget(
+      db.with('target', (db) =>
+        db
+          .selectFrom('refreshTokens as t')
+          .innerJoin('sessions as s', 's.id', 't.sessionId')
+          .select((eb) => [
+            't.sessionId',
+            's.userId',
+            's.endedAt',
+            eb
+              .and([
+                eb('s.endedAt', 'is', null),
+                eb('t.rotatedAt', 'is', null),
+                eb('t.expiresAt', '>', $.now),
+              ])
+              .as('open'),
+          ])
+          .where('t.tokenHash', '=', $.tokenHash),
+      ),
+      $,
+      event,
+    ),
+  );
+const revokeWithEvent = revokeByToken(true);
+const revokeAlone = revokeByToken(false);
+
+/**
+ * Ends the session of a refresh token that is neither rotated nor expired, when the session is
+ * open and `userId`'s, and records its `session_revoked` event: one statement, one commit. Answers
+ * the token's session (nothing for an unknown token) and whether this statement ended it.
+ */
+export function revokeSessionByToken(
   db: Kysely<Database>,
-  userId: string,
-  now: Date,
-): Promise<string[]> {
-  const rows = await unexpired.rows(db, { userId, now });
-  return rows.map((r) => r.id);
+  values: EndOne & { tokenHash: Buffer },
+  event: WithEvent,
+) {
+  return (event ? revokeWithEvent : revokeAlone).first(db, values);
+}
+
+const endById = (event: WithEvent) =>
+  prepareQuery((db: Kysely<Database>, $: EndOne & { sessionId: string }) =>
+    endTarget(
+      db.with('target', (db) =>
+        db
+          .selectFrom('sessions')
+          .select((eb) => [
+            'id as sessionId',
+            'userId',
+            'endedAt',
+            eb.and([eb('endedAt', 'is', null), eb('expiresAt', '>', $.now)]).as('open'),
+          ])
+          .where('id', '=', $.sessionId)
+          .where('userId', '=', $.userId),
+      ),
+      $,
+      event,
+    ),
+  );
+const endByIdWithEvent = endById(true);
+const endByIdAlone = endById(false);
+
+/** The same for one of `userId`'s sessions by its id: nothing when the user has no such session. */
+export function endSessionOfUser(
+  db: Kysely<Database>,
+  values: EndOne & { sessionId: string },
+  event: WithEvent,
+) {
+  return (event ? endByIdWithEvent : endByIdAlone).first(db, values);
+}
+
+const logoutAll = (event: WithEvent) =>
+  prepareQuery((db: Kysely<Database>, $: Ending) => {
+    const type: SecurityEventType = 'logout';
+    const reason: SessionEndReason = 'logout';
+    const ending = db.with('ended', (db) =>
+      db
+        .updateTable('sessions')
+        .set({ endedAt: $.now, endReason: reason })
+        .where('userId', '=', $.userId)
+        .where('endedAt', 'is', null)
+        .returning('id'),
+    );
+    const recorded = () =>
+      ending.with('event', (db) =>
+        db.insertInto('securityEvents').values({
+          type,
+          userId: $.userId,
+          ipAddress: $.ipAddress,
+          userAgent: $.userAgent,
+          details: (eb) =>
+            eb.fn<string>('jsonb_build_object', [
+              sql.lit('revokedSessions'),
+              eb.selectFrom('ended').select((eb) => eb.fn.countAll().as('count')),
+            ]),
+          createdAt: $.now,
+        }),
+      );
+    return (event ? recorded() : ending).selectNoFrom((eb) => [
+      eb
+        .selectFrom('ended')
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .as('ended'),
+      sql<string[]>`array(${eb
+        .selectFrom('sessions')
+        .select('id')
+        .where('userId', '=', $.userId)
+        .where('expiresAt', '>', $.now)})`.as('unexpired'),
+    ]);
+  });
+const logoutWithEvent = logoutAll(true);
+const logoutAlone = logoutAll(false);
+
+/**
+ * Ends every open session of a user and records the `logout` event with their number, in one
+ * statement. Answers how many it ended and the ids of all the user's unexpired sessions, ended now
+ * or before, whose Redis keys must go (a retry repairs a failed delete).
+ */
+export async function logoutEverywhere(
+  db: Kysely<Database>,
+  values: Ending,
+  event: WithEvent,
+): Promise<{ ended: number; unexpired: string[] }> {
+  const { ended, unexpired } = await (event ? logoutWithEvent : logoutAlone).firstOrThrow(db, values);
+  return { ended: Number(ended), unexpired };
 }
 
 const userSession = prepareQuery((db: Kysely<Database>, $: { userId: string; sessionId: string }) =>
