@@ -62,6 +62,7 @@ it('answers 503 while Postgres is down, writes nothing by halves, and signs in w
   const answers = await Promise.all([
     ...during.map((email) => signIn(email, codes.get(email) ?? '')),
     tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken: signedIn.data.refreshToken }),
+    tessera.call('POST', '/api/v1/auth/logout', {}, signedIn.data.accessToken),
   ]);
   for (const answer of answers) {
     expect(answer.status).toBe(503);
@@ -85,6 +86,9 @@ it('answers 503 while Postgres is down, writes nothing by halves, and signs in w
     refreshToken: signedIn.data.refreshToken,
   });
   expect(refreshed.status).toBe(200);
+  // The logout that met the outage ended nothing and recorded nothing: once back, it ends the session.
+  const loggedOut = await tessera.call('POST', '/api/v1/auth/logout', {}, refreshed.json.data.accessToken);
+  expect(loggedOut.json.data).toEqual({ revokedSessions: 1 });
 
   // Nothing half-written: every user has exactly one session (with its refresh token), every
   // session has one token that is current.
@@ -103,6 +107,11 @@ it('answers 503 while Postgres is down, writes nothing by halves, and signs in w
     expect(rows).toEqual(
       [...people, 'kept@example.com'].sort().map((email) => ({ email, sessions: 1, current: 1 })),
     );
+    const events = await client.query<{ type: string; details: unknown }>(
+      `select e.type, e.details from security_events e join users u on u.id = e.user_id
+        where u.email = 'kept@example.com' and e.type = 'logout'`,
+    );
+    expect(events.rows).toEqual([{ type: 'logout', details: { revokedSessions: 1 } }]);
   } finally {
     await client.end();
   }

@@ -25,6 +25,7 @@ export interface Tessera {
     method: string,
     path: string,
     payload?: unknown,
+    accessToken?: string,
   ): Promise<{ status: number; headers: Headers; json: Json }>;
   /** Requests a code for `email` and reads it from the email the mailer delivered. */
   codeByEmail(email: string): Promise<string>;
@@ -59,10 +60,13 @@ export async function startTessera(backends: Backends, env: Record<string, strin
   });
   const mailers: ServiceProcess[] = [];
 
-  async function call(method: string, path: string, payload?: unknown) {
+  async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
-      headers: payload === undefined ? {} : { 'content-type': 'application/json' },
+      headers: {
+        ...(payload !== undefined && { 'content-type': 'application/json' }),
+        ...(accessToken && { authorization: `Bearer ${accessToken}` }),
+      },
       body: payload === undefined ? undefined : JSON.stringify(payload),
       // A request that hangs fails the test instead of stalling it.
       signal: AbortSignal.timeout(10_000),
