@@ -228,8 +228,8 @@ interface EndTarget {
 
 /**
  * Ends the session in `target` if it is open and the user's, with its `session_revoked` event
- * (`details` as JSON text), in the statement that found it. Answers the target and whether this
- * statement ended it.
+ * (`details` as JSON text; the row `SecurityLog.record` would write), in the statement that found
+ * it. Answers the target and whether this statement ended it.
  */
 function endTarget(db: QueryCreator<Database & { target: EndTarget }>, $: EndOne, event: WithEvent) {
   const type: SecurityEventType = 'session_revoked';
