@@ -69,6 +69,10 @@ export type RedisRole = 'commands' | 'producer' | 'worker' | 'operator';
 // issue in one turn of the event loop go out in one write and come back in one read, rather than a
 // round trip each (about half of Redis's CPU per request under load). A batch made by a client with
 // BullMQ's ~50 scripts is cheap only with the ioredis patch (patches/ioredis@6.0.0.patch).
+// A command without an answer after this long fails, as an outage: a server that hangs with its
+// connection open (stopped, overloaded, a partition that drops packets) must not hang requests.
+const COMMAND_TIMEOUT_MS = 2000;
+
 const ROLES: Record<RedisRole, RedisOptions> = {
   // Requests must not hang on Redis: a command fails at once while it is away.
   commands: {
@@ -76,6 +80,7 @@ const ROLES: Record<RedisRole, RedisOptions> = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 3000,
+    commandTimeout: COMMAND_TIMEOUT_MS,
     enableAutoPipelining: true,
   },
   // A queue producer fails fast instead of queueing commands (BullMQ's production guide).
@@ -83,6 +88,7 @@ const ROLES: Record<RedisRole, RedisOptions> = {
     lazyConnect: true,
     enableOfflineQueue: false,
     connectTimeout: 3000,
+    commandTimeout: COMMAND_TIMEOUT_MS,
     enableAutoPipelining: true,
   },
   // Workers block on Redis and must retry forever (BullMQ's production guide).

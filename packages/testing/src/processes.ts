@@ -39,6 +39,10 @@ export interface PrivateRedis {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and folder (with what its AOF kept, if it keeps one). */
   start(): Promise<void>;
+  /** Freezes it (SIGSTOP): its connections stay open and nothing answers, as on a hung server. */
+  pause(): void;
+  /** Lets a paused server run on (SIGCONT). */
+  resume(): void;
   remove(): Promise<void>;
 }
 
@@ -78,7 +82,14 @@ export async function startPrivateRedis(args: string[] = []): Promise<PrivateRed
       child.kill(signal);
       await exited;
     },
+    pause() {
+      child?.kill('SIGSTOP');
+    },
+    resume() {
+      child?.kill('SIGCONT');
+    },
     async remove() {
+      server.resume();
       await server.stop('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     },
