@@ -21,22 +21,18 @@ interface Found {
   ended: boolean;
 }
 
-/**
- * After the statement that ended the session (with its `session_revoked` event) or found it not
- * open: its Redis key goes, also when it had ended before, so a retry after a failed delete still
- * revokes; a session this call did not end answers `conflict`.
- */
-async function afterEnding(
-  { activeSessions }: SessionsContext,
-  found: Found,
-  how: { reason: 'revoked' | 'signed_out'; conflict: ErrorCode },
-  now: Date,
-): Promise<EndedSession> {
-  if (found.ended || found.endedAt) await activeSessions.remove([found.sessionId]);
-  if (!found.ended) throw new GatewayError(how.conflict);
-  sessionsEnded.add(1, { reason: how.reason });
-  return { sessionId: found.sessionId, revokedAt: now };
+/** Why one session ends, how its event tells it, and the refusal when it was not open. */
+interface How {
+  reason: 'revoked' | 'signed_out';
+  via: string;
+  conflict: ErrorCode;
 }
+const BY_REFRESH_TOKEN: How = {
+  reason: 'revoked',
+  via: 'refresh_token',
+  conflict: 'REFRESH_TOKEN_NOT_ACTIVE',
+};
+const BY_SESSION_ID: How = { reason: 'signed_out', via: 'session_id', conflict: 'SESSION_ALREADY_ENDED' };
 
 /**
  * An ending statement with its security event; when that statement fails on anything but an outage
@@ -57,24 +53,49 @@ async function withEvent<T>(
   }
 }
 
+/**
+ * Runs `end`, a statement that finds one session, ends it if it is open and `userId`'s and writes its
+ * `session_revoked` event, with the values of this ending. Answers what it found, and when.
+ */
+async function endOne<F>(
+  context: SessionsContext,
+  userId: string,
+  client: ClientInfo,
+  how: How,
+  end: (values: repository.EndOne, event: boolean) => Promise<F>,
+): Promise<{ found: F; now: Date }> {
+  const now = context.clock.now();
+  const values = { userId, ...client, now, reason: how.reason, details: JSON.stringify({ via: how.via }) };
+  return { found: await withEvent(context, 'session_revoked', (event) => end(values, event)), now };
+}
+
+/**
+ * After the statement that ended the session or found it not open: its Redis key goes, also when it
+ * had ended before, so a retry after a failed delete still revokes; a session this call did not end
+ * answers `conflict`.
+ */
+async function afterEnding(
+  { activeSessions }: SessionsContext,
+  found: Found,
+  how: How,
+  now: Date,
+): Promise<EndedSession> {
+  if (found.ended || found.endedAt) await activeSessions.remove([found.sessionId]);
+  if (!found.ended) throw new GatewayError(how.conflict);
+  sessionsEnded.add(1, { reason: how.reason });
+  return { sessionId: found.sessionId, revokedAt: now };
+}
+
 /** Ends the session a refresh token belongs to, on behalf of its owner. */
 export function revokeByRefreshToken(context: SessionsContext) {
   return async (userId: string, presented: string, client: ClientInfo): Promise<EndedSession> => {
-    const now = context.clock.now();
-    const values = {
-      tokenHash: hashRefreshToken(presented),
-      userId,
-      ...client,
-      now,
-      reason: 'revoked',
-      details: JSON.stringify({ via: 'refresh_token' }),
-    } as const;
-    const found = await withEvent(context, 'session_revoked', (event) =>
-      repository.revokeSessionByToken(context.db, values, event),
+    const tokenHash = hashRefreshToken(presented);
+    const { found, now } = await endOne(context, userId, client, BY_REFRESH_TOKEN, (values, event) =>
+      repository.revokeSessionByToken(context.db, { ...values, tokenHash }, event),
     );
     if (!found) throw new GatewayError('REFRESH_TOKEN_NOT_FOUND');
     if (found.userId !== userId) throw new GatewayError('REFRESH_TOKEN_FOREIGN');
-    return afterEnding(context, found, { reason: 'revoked', conflict: 'REFRESH_TOKEN_NOT_ACTIVE' }, now);
+    return afterEnding(context, found, BY_REFRESH_TOKEN, now);
   };
 }
 
@@ -82,20 +103,11 @@ export function revokeByRefreshToken(context: SessionsContext) {
 export function endSessionById(context: SessionsContext) {
   return async (userId: string, sessionId: string, client: ClientInfo): Promise<EndedSession> => {
     if (!UUID.test(sessionId)) throw new GatewayError('SESSION_NOT_FOUND');
-    const now = context.clock.now();
-    const values = {
-      sessionId,
-      userId,
-      ...client,
-      now,
-      reason: 'signed_out',
-      details: JSON.stringify({ via: 'session_id' }),
-    } as const;
-    const found = await withEvent(context, 'session_revoked', (event) =>
-      repository.endSessionOfUser(context.db, values, event),
+    const { found, now } = await endOne(context, userId, client, BY_SESSION_ID, (values, event) =>
+      repository.endSessionOfUser(context.db, { ...values, sessionId }, event),
     );
     if (!found) throw new GatewayError('SESSION_NOT_FOUND');
-    return afterEnding(context, found, { reason: 'signed_out', conflict: 'SESSION_ALREADY_ENDED' }, now);
+    return afterEnding(context, found, BY_SESSION_ID, now);
   };
 }
 

@@ -1,4 +1,4 @@
-import { type Kysely, type QueryCreator, type Selectable, sql } from 'kysely';
+import { type Compilable, type Kysely, type QueryCreator, type Selectable, sql } from 'kysely';
 import type { Database, SessionsTable } from '../../database.ts';
 import { prepareQuery } from '../../prepared.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
@@ -216,7 +216,17 @@ interface Ending {
  */
 type WithEvent = boolean;
 
-type EndOne = Ending & { reason: SessionEndReason; details: string };
+/** The values of ending one session: who, from where, when, why, and the event's `details` as JSON text. */
+export type EndOne = Ending & { reason: SessionEndReason; details: string };
+
+/** An ending statement prepared twice, with its event and without it (`WithEvent` picks one). */
+function prepareEnding<A extends object, O>(
+  build: (db: Kysely<Database>, $: A, event: WithEvent) => Compilable<O>,
+) {
+  const withEvent = prepareQuery((db: Kysely<Database>, $: A) => build(db, $, true));
+  const alone = prepareQuery((db: Kysely<Database>, $: A) => build(db, $, false));
+  return (event: WithEvent) => (event ? withEvent : alone);
+}
 
 /** One session found for ending: still `open` (unended and unexpired) as the statement found it. */
 interface EndTarget {
@@ -277,33 +287,26 @@ function endTarget(db: QueryCreator<Database & { target: EndTarget }>, $: EndOne
     ]);
 }
 
-const revokeByToken = (event: WithEvent) =>
-  prepareQuery((db: Kysely<Database>, $: EndOne & { tokenHash: Buffer }) =>
-    endTarget(
-      db.with('target', (db) =>
-        db
-          .selectFrom('refreshTokens as t')
-          .innerJoin('sessions as s', 's.id', 't.sessionId')
-          .select((eb) => [
-            't.sessionId',
-            's.userId',
-            's.endedAt',
-            eb
-              .and([
-                eb('s.endedAt', 'is', null),
-                eb('t.rotatedAt', 'is', null),
-                eb('t.expiresAt', '>', $.now),
-              ])
-              .as('open'),
-          ])
-          .where('t.tokenHash', '=', $.tokenHash),
-      ),
-      $,
-      event,
+const revokeByToken = prepareEnding((db, $: EndOne & { tokenHash: Buffer }, event) =>
+  endTarget(
+    db.with('target', (db) =>
+      db
+        .selectFrom('refreshTokens as t')
+        .innerJoin('sessions as s', 's.id', 't.sessionId')
+        .select((eb) => [
+          't.sessionId',
+          's.userId',
+          's.endedAt',
+          eb
+            .and([eb('s.endedAt', 'is', null), eb('t.rotatedAt', 'is', null), eb('t.expiresAt', '>', $.now)])
+            .as('open'),
+        ])
+        .where('t.tokenHash', '=', $.tokenHash),
     ),
-  );
-const revokeWithEvent = revokeByToken(true);
-const revokeAlone = revokeByToken(false);
+    $,
+    event,
+  ),
+);
 
 /**
  * Ends the session of a refresh token that is neither rotated nor expired, when the session is
@@ -315,30 +318,27 @@ export function revokeSessionByToken(
   values: EndOne & { tokenHash: Buffer },
   event: WithEvent,
 ) {
-  return (event ? revokeWithEvent : revokeAlone).first(db, values);
+  return revokeByToken(event).first(db, values);
 }
 
-const endById = (event: WithEvent) =>
-  prepareQuery((db: Kysely<Database>, $: EndOne & { sessionId: string }) =>
-    endTarget(
-      db.with('target', (db) =>
-        db
-          .selectFrom('sessions')
-          .select((eb) => [
-            'id as sessionId',
-            'userId',
-            'endedAt',
-            eb.and([eb('endedAt', 'is', null), eb('expiresAt', '>', $.now)]).as('open'),
-          ])
-          .where('id', '=', $.sessionId)
-          .where('userId', '=', $.userId),
-      ),
-      $,
-      event,
+const endById = prepareEnding((db, $: EndOne & { sessionId: string }, event) =>
+  endTarget(
+    db.with('target', (db) =>
+      db
+        .selectFrom('sessions')
+        .select((eb) => [
+          'id as sessionId',
+          'userId',
+          'endedAt',
+          eb.and([eb('endedAt', 'is', null), eb('expiresAt', '>', $.now)]).as('open'),
+        ])
+        .where('id', '=', $.sessionId)
+        .where('userId', '=', $.userId),
     ),
-  );
-const endByIdWithEvent = endById(true);
-const endByIdAlone = endById(false);
+    $,
+    event,
+  ),
+);
 
 /** The same for one of `userId`'s sessions by its id: nothing when the user has no such session. */
 export function endSessionOfUser(
@@ -346,50 +346,47 @@ export function endSessionOfUser(
   values: EndOne & { sessionId: string },
   event: WithEvent,
 ) {
-  return (event ? endByIdWithEvent : endByIdAlone).first(db, values);
+  return endById(event).first(db, values);
 }
 
-const logoutAll = (event: WithEvent) =>
-  prepareQuery((db: Kysely<Database>, $: Ending) => {
-    const type: SecurityEventType = 'logout';
-    const reason: SessionEndReason = 'logout';
-    const ending = db.with('ended', (db) =>
-      db
-        .updateTable('sessions')
-        .set({ endedAt: $.now, endReason: reason })
-        .where('userId', '=', $.userId)
-        .where('endedAt', 'is', null)
-        .returning('id'),
+const logoutAll = prepareEnding((db, $: Ending, event) => {
+  const type: SecurityEventType = 'logout';
+  const reason: SessionEndReason = 'logout';
+  const ending = db.with('ended', (db) =>
+    db
+      .updateTable('sessions')
+      .set({ endedAt: $.now, endReason: reason })
+      .where('userId', '=', $.userId)
+      .where('endedAt', 'is', null)
+      .returning('id'),
+  );
+  const recorded = () =>
+    ending.with('event', (db) =>
+      db.insertInto('securityEvents').values({
+        type,
+        userId: $.userId,
+        ipAddress: $.ipAddress,
+        userAgent: $.userAgent,
+        details: (eb) =>
+          eb.fn<string>('jsonb_build_object', [
+            sql.lit('revokedSessions'),
+            eb.selectFrom('ended').select((eb) => eb.fn.countAll().as('count')),
+          ]),
+        createdAt: $.now,
+      }),
     );
-    const recorded = () =>
-      ending.with('event', (db) =>
-        db.insertInto('securityEvents').values({
-          type,
-          userId: $.userId,
-          ipAddress: $.ipAddress,
-          userAgent: $.userAgent,
-          details: (eb) =>
-            eb.fn<string>('jsonb_build_object', [
-              sql.lit('revokedSessions'),
-              eb.selectFrom('ended').select((eb) => eb.fn.countAll().as('count')),
-            ]),
-          createdAt: $.now,
-        }),
-      );
-    return (event ? recorded() : ending).selectNoFrom((eb) => [
-      eb
-        .selectFrom('ended')
-        .select((eb) => eb.fn.countAll<string>().as('count'))
-        .as('ended'),
-      sql<string[]>`array(${eb
-        .selectFrom('sessions')
-        .select('id')
-        .where('userId', '=', $.userId)
-        .where('expiresAt', '>', $.now)})`.as('unexpired'),
-    ]);
-  });
-const logoutWithEvent = logoutAll(true);
-const logoutAlone = logoutAll(false);
+  return (event ? recorded() : ending).selectNoFrom((eb) => [
+    eb
+      .selectFrom('ended')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .as('ended'),
+    sql<string[]>`array(${eb
+      .selectFrom('sessions')
+      .select('id')
+      .where('userId', '=', $.userId)
+      .where('expiresAt', '>', $.now)})`.as('unexpired'),
+  ]);
+});
 
 /**
  * Ends every open session of a user and records the `logout` event with their number, in one
@@ -401,7 +398,7 @@ export async function logoutEverywhere(
   values: Ending,
   event: WithEvent,
 ): Promise<{ ended: number; unexpired: string[] }> {
-  const { ended, unexpired } = await (event ? logoutWithEvent : logoutAlone).firstOrThrow(db, values);
+  const { ended, unexpired } = await logoutAll(event).firstOrThrow(db, values);
   return { ended: Number(ended), unexpired };
 }
 
