@@ -42,18 +42,18 @@ async function clusterInfo(port: number): Promise<string | undefined> {
 export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tessera-redis-cluster-'));
   const children: ChildProcess[] = [];
+  const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
   async function remove() {
     await Promise.all(
       children.map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        const exited = once(child, 'exit');
+        if (exited(child)) return;
+        const gone = once(child, 'exit');
         child.kill('SIGKILL');
-        await exited;
+        await gone;
       }),
     );
     await rm(dir, { recursive: true, force: true });
   }
-  const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
   /**
    * One node on two free ports. A port can be taken between freePort and the server's bind (another
    * test picked it too): the server then exits at once, and the node starts again on other ports.
