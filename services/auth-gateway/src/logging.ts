@@ -12,10 +12,11 @@ export function loggerOptions(
     level: config.log.level,
     // trace_id and span_id of the active span on every line written inside a request or job.
     mixin: traceFields,
-    // Request bodies are never logged, nor headers that carry credentials, nor the Redis command of
-    // a failed call (ioredis attaches it to the error, and a queued job's data holds a code).
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'err.command', 'err.cause.command'],
-    // The path, not the query string: that is the client's to fill, with whatever it likes.
+    // Never the Redis command of a failed call: ioredis attaches it to the error, and a queued job's
+    // data holds a code. Only errors are redacted, since redacting costs on every line it applies to.
+    redact: ['err.command', 'err.cause.command'],
+    // A request is its method, path, and client address: never its body or headers (credentials),
+    // nor its query string (the client's to fill, with whatever it likes).
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,

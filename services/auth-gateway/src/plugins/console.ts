@@ -39,12 +39,14 @@ export default fp<ConsoleOptions>(
     if (!serve) return;
     const root = path.resolve(dir);
 
-    app.addHook('onSend', async (request, reply) => {
-      if (!isConsoleUrl(request.url)) return;
-      reply.header('content-security-policy', CONSOLE_CSP);
-      // http-security's hook, which runs before this one, made it no-store; the page is revalidated.
-      const immutable = request.url.startsWith(ASSETS) && reply.statusCode === 200;
-      reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+    app.addHook('onSend', (request, reply, _payload, done) => {
+      if (isConsoleUrl(request.url)) {
+        reply.header('content-security-policy', CONSOLE_CSP);
+        // http-security's hook, which runs before this one, made it no-store; the page is revalidated.
+        const immutable = request.url.startsWith(ASSETS) && reply.statusCode === 200;
+        reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+      }
+      done();
     });
 
     if (!existsSync(path.join(root, 'index.html'))) {

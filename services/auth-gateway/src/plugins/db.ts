@@ -34,41 +34,52 @@ function statementName(text: string): string {
   }
   return name;
 }
-const prepared = new WeakMap<pg.PoolClient, Set<string>>();
 
 /** A prepared statement whose result columns a migration changed: the connection must go. */
 const isStalePlan = (error: unknown) =>
   error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan/.test(error.message);
+
+type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
+
+/** A pooled client that names its statements and classifies its failures; one per client, kept. */
+function preparingConnection(client: pg.PoolClient): Connection {
+  const names = new Set<string>();
+  let stale = false;
+  return {
+    query: ((text: string, values: unknown[]) => {
+      const name = statementName(text);
+      const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
+      if (named) names.add(name);
+      return client.query(named ? { name, text, values } : { text, values }).catch((error: unknown) => {
+        // Replaced on release; the caller's retry (a 503) meets a connection without the old plan.
+        if (isStalePlan(error)) {
+          stale = true;
+          throw new DependencyUnavailableError('postgres', { cause: error });
+        }
+        throw classify(error);
+      });
+    }) as never,
+    release: (destroy?: boolean) => client.release(destroy || stale),
+  };
+}
 
 /**
  * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError.
  * Every statement is a named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
  */
 function classifyingPool(pool: pg.Pool): PostgresPool {
+  const connections = new WeakMap<pg.PoolClient, Connection>();
   return {
     async connect() {
       const client = await pool.connect().catch((error: unknown) => {
         throw new DependencyUnavailableError('postgres', { cause: error });
       });
-      const names = prepared.get(client) ?? new Set<string>();
-      prepared.set(client, names);
-      let stale = false;
-      return {
-        query: ((text: string, values: unknown[]) => {
-          const name = statementName(text);
-          const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
-          if (named) names.add(name);
-          return client.query(named ? { name, text, values } : { text, values }).catch((error: unknown) => {
-            // Replaced on release; the caller's retry (a 503) meets a connection without the old plan.
-            if (isStalePlan(error)) {
-              stale = true;
-              throw new DependencyUnavailableError('postgres', { cause: error });
-            }
-            throw classify(error);
-          });
-        }) as never,
-        release: (destroy?: boolean) => client.release(destroy || stale),
-      };
+      let connection = connections.get(client);
+      if (connection === undefined) {
+        connection = preparingConnection(client);
+        connections.set(client, connection);
+      }
+      return connection;
     },
     end: () => pool.end(),
     options: pool.options,

@@ -56,9 +56,10 @@ export default fp<DocsOptions>(
       if (route.url === PREFIX || route.url.startsWith(`${PREFIX}/`))
         route.config = { ...route.config, envelope: false };
     });
-    app.addHook('onSend', async (request, reply) => {
+    app.addHook('onSend', (request, reply, _payload, done) => {
       if (request.url === PREFIX || request.url.startsWith(`${PREFIX}/`))
         reply.header('content-security-policy', DOCS_CSP);
+      done();
     });
     await app.register(swaggerUi, {
       routePrefix: PREFIX,

@@ -12,10 +12,10 @@ export default fp(
     app.addHook('preClose', async () => {
       closing = true;
     });
-    app.addHook('onRequest', async (_request, reply) => {
-      if (!closing) return;
+    app.addHook('onRequest', (_request, reply, done) => {
+      if (!closing) return done();
       reply.header('connection', 'close');
-      throw new GatewayError('SHUTTING_DOWN', [], 5);
+      done(new GatewayError('SHUTTING_DOWN', [], 5));
     });
   },
   { name: 'draining', dependencies: ['error-handler'] },

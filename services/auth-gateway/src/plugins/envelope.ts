@@ -45,9 +45,10 @@ export default fp<{ clock: Clock }>(
       route.schema = { ...route.schema, response: { ...common, ...Object.fromEntries(wrapped) } };
     });
 
-    app.addHook('preSerialization', async (request, reply, payload) => {
-      if (reply.statusCode >= 400 || request.routeOptions.config.envelope === false) return payload;
-      return success(payload, clock.now(), reply.statusCode);
+    app.addHook('preSerialization', (request, reply, payload, done) => {
+      if (reply.statusCode >= 400 || request.routeOptions.config.envelope === false)
+        return done(null, payload);
+      done(null, success(payload, clock.now(), reply.statusCode));
     });
   },
   { name: 'envelope' },

@@ -1,8 +1,8 @@
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import type { AppEnv } from '@tessera/config';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import helmet from 'helmet';
 import { GatewayError } from '../errors.ts';
 
 /** The one response a cache may keep: public keys, no secrets. Its route sets its own Cache-Control. */
@@ -37,7 +37,8 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
   async function httpSecurity(app: FastifyInstance, { appEnv, corsOrigins }) {
     // Only what makes sense for JSON: no HTML is ever served, so nothing may be loaded, framed or
     // referred; COOP, Origin-Agent-Cluster, DNS prefetch and the like only matter for documents.
-    await app.register(helmet, {
+    // Built once: @fastify/helmet would build this middleware again for every request.
+    const setSecurityHeaders = helmet({
       contentSecurityPolicy: {
         useDefaults: false,
         directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
@@ -56,11 +57,15 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
       xPermittedCrossDomainPolicies: false,
       xXssProtection: false,
     });
+    app.addHook('onRequest', (request, reply, done) =>
+      setSecurityHeaders(request.raw, reply.raw, (error) => done(error as Error | undefined)),
+    );
 
     // Responses carry tokens and one-time codes: nothing but the key set may be stored.
-    app.addHook('onSend', async (request, reply) => {
-      if (request.routeOptions.url === JWKS_PATH && reply.statusCode === 200) return;
-      reply.header('cache-control', 'no-store');
+    app.addHook('onSend', (request, reply, _payload, done) => {
+      if (request.routeOptions.url !== JWKS_PATH || reply.statusCode !== 200)
+        reply.header('cache-control', 'no-store');
+      done();
     });
 
     // A preflight is only answered for a route that exists with the requested method; any other
@@ -90,10 +95,12 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
 
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is turned off in
     // app.ts because it answers with an empty body).
-    app.addHook('onRequest', async (request) => {
-      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-        throw new GatewayError('HOST_MISSING');
-      }
+    app.addHook('onRequest', (request, _reply, done) => {
+      done(
+        request.raw.httpVersion === '1.1' && request.headers.host === undefined
+          ? new GatewayError('HOST_MISSING')
+          : undefined,
+      );
     });
   },
   { name: 'http-security', dependencies: ['error-handler'] },

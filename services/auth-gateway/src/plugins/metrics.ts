@@ -10,13 +10,14 @@ const requestDuration = meter.createHistogram('tessera.http.request.duration.sec
 /** The request-duration histogram of every route (served with the rest on the operations port). */
 export default fp(
   async function metricsPlugin(app) {
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       requestDuration.record(reply.elapsedTime / 1000, {
         // The template (`/api/v1/auth/sessions/:id`), never the raw URL; unknown routes are one series.
         'http.route': request.routeOptions.url ?? 'unknown',
         'http.request.method': request.method,
         'http.response.status_code': reply.statusCode,
       });
+      done();
     });
   },
   { name: 'metrics' },
