@@ -65,4 +65,26 @@ describe('the retention sweep', () => {
     expect(await planOfLast(2)).not.toContain('Seq Scan');
     expect(await planOfLast(1)).not.toContain('Seq Scan');
   });
+
+  it('deletes old sessions without reading every security event, which keep their session id', async () => {
+    // 20,000 events, two per session; 100 sessions ended two months ago.
+    await sql`insert into security_events (type, user_id, session_id, created_at)
+      select t, user_id, id, now() from sessions, (values ('sign_in'), ('logout')) v(t)`.execute(db);
+    await sql`update sessions set ended_at = now() - interval '60 days', end_reason = 'logout'
+      where id in (select id from sessions limit 100)`.execute(db);
+    await sql`analyze`.execute(db);
+
+    const scans = await db.transaction().execute(async (trx) => {
+      expect(await retention.deleteOldSessions(trx, new Date(Date.now() - 86_400_000), 100)).toBe(100);
+      const { rows } = await sql<{ seqScan: string }>`select seq_scan from pg_stat_xact_user_tables
+        where relname = 'security_events'`.execute(trx);
+      return Number(rows[0]?.seqScan);
+    });
+    expect(scans).toBe(0);
+    const { rows } = await sql<{ dangling: string }>`select count(*) as dangling from security_events e
+      where session_id is not null and not exists (select 1 from sessions s where s.id = e.session_id)`.execute(
+      db,
+    );
+    expect(Number(rows[0]?.dangling)).toBe(200);
+  });
 });

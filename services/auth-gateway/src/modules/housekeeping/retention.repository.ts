@@ -22,7 +22,7 @@ async function deleteBatch(
 
 /**
  * Sessions that ended or expired before `before`, with their refresh tokens (foreign key cascade);
- * their security events keep their row, with no session. An open session's current refresh token
+ * their security events keep their row and the session's id. An open session's current refresh token
  * (never rotated) expires with it, so its index finds expired sessions: `sessions.expires_at` has
  * none, since every refresh sets it.
  */
