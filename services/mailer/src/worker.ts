@@ -17,10 +17,11 @@ import {
   warnIfNotDurable,
 } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { Compile } from 'typebox/compile';
 import type { MailerConfig } from './config.ts';
 import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.job.ts';
 import type { EmailResult } from './deliver.ts';
@@ -56,16 +57,21 @@ const SENDERS: { [N in EmailJobName]: Sender<N> } = {
 
 const isEmailJob = (name: string): name is EmailJobName => Object.hasOwn(SENDERS, name);
 
-/** The contract's schema of each job's data, compiled once (a tenth of the cost of checking it uncompiled). */
+/**
+ * The contract's schema of each job's data (JSON Schema), compiled once by Ajv, which the
+ * configuration's check has loaded already: TypeBox's own compiler would load ~300 modules more,
+ * ~13 MB of the mailer's memory.
+ */
+const ajv = addFormats.default(new Ajv({ strict: false }), ['date-time']);
 const VALIDATORS = {
-  [SEND_OTP_JOB]: Compile(EMAIL_JOB_DATA[SEND_OTP_JOB]),
-  [DELETION_SCHEDULED_JOB]: Compile(EMAIL_JOB_DATA[DELETION_SCHEDULED_JOB]),
-  [DELETION_CANCELLED_JOB]: Compile(EMAIL_JOB_DATA[DELETION_CANCELLED_JOB]),
+  [SEND_OTP_JOB]: ajv.compile(EMAIL_JOB_DATA[SEND_OTP_JOB]),
+  [DELETION_SCHEDULED_JOB]: ajv.compile(EMAIL_JOB_DATA[DELETION_SCHEDULED_JOB]),
+  [DELETION_CANCELLED_JOB]: ajv.compile(EMAIL_JOB_DATA[DELETION_CANCELLED_JOB]),
 };
 
 /** Checks a job's data against the contract. */
 function checked<N extends EmailJobName>(name: N, data: unknown): EmailJobs[N] {
-  if (!VALIDATORS[name].Check(data)) throw new UnrecoverableError(`Malformed ${name} job data`);
+  if (!VALIDATORS[name](data)) throw new UnrecoverableError(`Malformed ${name} job data`);
   return data as EmailJobs[N];
 }
 
