@@ -62,4 +62,4 @@ CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=128", "--import", 
 
 FROM runtime AS mailer
 EXPOSE 9464
-CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/mailer/src/main.ts"]
+CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/mailer/src/main.ts"]

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { percentile } from './http-load.ts';
 import { meter } from './meter.ts';
 import { rssBytes } from './proc-stats.ts';
-import { ENTRY_POINTS, freePort, NODE_FLAGS, runtimeEnv, startService, waitUntilReady } from './processes.ts';
+import { freePort, runtimeEnv, SERVICE_ARGS, startService, waitUntilReady } from './processes.ts';
 import type { Row } from './report.ts';
 import { startSmtpSink } from './smtp-sink.ts';
 import { baseEnv, QUEUE_PREFIX, type Target } from './target.ts';
@@ -44,27 +44,22 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
   await queue.drain(true);
   const sink = await startSmtpSink();
   const opsPort = await freePort();
-  const mailer = startService(
-    `mailer (${target.label})`,
-    process.execPath,
-    [...NODE_FLAGS, ...ENTRY_POINTS.mailer],
-    {
-      cwd: target.root,
-      pinning: target.pinning,
-      env: {
-        ...baseEnv(),
-        ...runtimeEnv(target.root),
-        APP_ENV: 'test',
-        LOG_LEVEL: target.logLevel,
-        REDIS_URL: target.redis.url,
-        BULLMQ_PREFIX: QUEUE_PREFIX,
-        SMTP_URL: sink.url,
-        MAIL_FROM: 'Tessera bench <bench@tessera.test>',
-        MAILER_METRICS_PORT: String(opsPort),
-        MAILER_METRICS_HOST: '127.0.0.1',
-      },
+  const mailer = startService(`mailer (${target.label})`, process.execPath, SERVICE_ARGS.mailer, {
+    cwd: target.root,
+    pinning: target.pinning,
+    env: {
+      ...baseEnv(),
+      ...runtimeEnv(target.root),
+      APP_ENV: 'test',
+      LOG_LEVEL: target.logLevel,
+      REDIS_URL: target.redis.url,
+      BULLMQ_PREFIX: QUEUE_PREFIX,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Tessera bench <bench@tessera.test>',
+      MAILER_METRICS_PORT: String(opsPort),
+      MAILER_METRICS_HOST: '127.0.0.1',
     },
-  );
+  });
   try {
     await waitUntilReady(mailer, async () => (await fetch(`http://127.0.0.1:${opsPort}/health/ready`)).ok);
     await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -38,13 +38,25 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** V8's heap as `pnpm start` and the image size it (README, Operations: Memory), so RSS is what runs. */
-export const NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=128'];
-
-/** The services' entry points, as `pnpm start` and the image run them (with NODE_FLAGS first). */
-export const ENTRY_POINTS = {
-  gateway: ['--import', './packages/telemetry/src/register.ts', 'services/auth-gateway/src/server.ts'],
-  mailer: ['--import', './packages/telemetry/src/register.ts', 'services/mailer/src/main.ts'],
+/**
+ * Each service's node arguments as `pnpm start` and the image run it: V8's heap sized as there
+ * (README, Operations: Memory), so RSS is what runs, then the entry point.
+ */
+export const SERVICE_ARGS = {
+  gateway: [
+    '--max-semi-space-size=8',
+    '--max-old-space-size=128',
+    '--import',
+    './packages/telemetry/src/register.ts',
+    'services/auth-gateway/src/server.ts',
+  ],
+  mailer: [
+    '--max-semi-space-size=4',
+    '--max-old-space-size=128',
+    '--import',
+    './packages/telemetry/src/register.ts',
+    'services/mailer/src/main.ts',
+  ],
 };
 
 /**
@@ -61,8 +73,8 @@ export function runtimeEnv(root: string): Record<string, string> {
  */
 export async function fillCompileCache(root: string): Promise<void> {
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APP_ENV: 'production' };
-  for (const entry of Object.values(ENTRY_POINTS))
-    await promisify(execFile)(process.execPath, [...NODE_FLAGS, ...entry], {
+  for (const args of Object.values(SERVICE_ARGS))
+    await promisify(execFile)(process.execPath, args, {
       cwd: root,
       env: { ...env, ...runtimeEnv(root) },
       timeout: 60_000,

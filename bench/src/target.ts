@@ -10,13 +10,12 @@ import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
 import { rssBytes } from './proc-stats.ts';
 import {
-  ENTRY_POINTS,
   fillCompileCache,
   freePort,
-  NODE_FLAGS,
   type Pinning,
   pinProcess,
   runtimeEnv,
+  SERVICE_ARGS,
   type Service,
   startService,
   waitUntilReady,
@@ -152,40 +151,35 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
   const databaseUrl = new URL(options.adminUrl);
   databaseUrl.pathname = `/${database}`;
   const [port, opsPort] = [await freePort(), await freePort()];
-  const gateway = startService(
-    `gateway (${options.label})`,
-    process.execPath,
-    [...NODE_FLAGS, ...ENTRY_POINTS.gateway],
-    {
-      cwd: options.root,
-      pinning: options.pinning,
-      env: {
-        ...baseEnv(),
-        ...runtimeEnv(options.root),
-        APP_ENV: 'test',
-        LOG_LEVEL: options.logLevel,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        OPS_PORT: String(opsPort),
-        OPS_HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl.toString(),
-        REDIS_URL: redis.url,
-        REDIS_KEY_PREFIX: 'bench:',
-        BULLMQ_PREFIX: QUEUE_PREFIX,
-        JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
-          .privateKey.export({ type: 'pkcs8', format: 'pem' })
-          .toString(),
-        OTP_SECRET: randomBytes(32).toString('hex'),
-        // One client IP asks for every code and signs every user in: the sign-in limits are lifted.
-        OTP_RESEND_COOLDOWN: '0',
-        OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: UNLIMITED,
-        OTP_MAX_SENDS_PER_IP_PER_HOUR: UNLIMITED,
-        OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: UNLIMITED,
-        OTP_MAX_FAILURES_PER_IP_PER_HOUR: UNLIMITED,
-        RATE_LIMIT_MAX: UNLIMITED,
-      },
+  const gateway = startService(`gateway (${options.label})`, process.execPath, SERVICE_ARGS.gateway, {
+    cwd: options.root,
+    pinning: options.pinning,
+    env: {
+      ...baseEnv(),
+      ...runtimeEnv(options.root),
+      APP_ENV: 'test',
+      LOG_LEVEL: options.logLevel,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OPS_PORT: String(opsPort),
+      OPS_HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl.toString(),
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'bench:',
+      BULLMQ_PREFIX: QUEUE_PREFIX,
+      JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
+        .privateKey.export({ type: 'pkcs8', format: 'pem' })
+        .toString(),
+      OTP_SECRET: randomBytes(32).toString('hex'),
+      // One client IP asks for every code and signs every user in: the sign-in limits are lifted.
+      OTP_RESEND_COOLDOWN: '0',
+      OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: UNLIMITED,
+      OTP_MAX_SENDS_PER_IP_PER_HOUR: UNLIMITED,
+      OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: UNLIMITED,
+      OTP_MAX_FAILURES_PER_IP_PER_HOUR: UNLIMITED,
+      RATE_LIMIT_MAX: UNLIMITED,
     },
-  );
+  });
   options.cleanup.add(`stop ${gateway.name}`, () => gateway.stop());
   const baseUrl = `http://127.0.0.1:${port}`;
   await waitUntilReady(gateway, async () => (await fetch(`${baseUrl}/health/ready`)).ok);
