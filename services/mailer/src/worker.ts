@@ -62,7 +62,7 @@ const isEmailJob = (name: string): name is EmailJobName => Object.hasOwn(SENDERS
  * configuration's check has loaded already: TypeBox's own compiler would load ~300 modules more,
  * ~13 MB of the mailer's memory.
  */
-const ajv = addFormats.default(new Ajv({ strict: false }), ['date-time']);
+const ajv = addFormats.default(new Ajv(), ['date-time']);
 const VALIDATORS = {
   [SEND_OTP_JOB]: ajv.compile(EMAIL_JOB_DATA[SEND_OTP_JOB]),
   [DELETION_SCHEDULED_JOB]: ajv.compile(EMAIL_JOB_DATA[DELETION_SCHEDULED_JOB]),
