@@ -136,7 +136,7 @@ async function measureHttp(
       postgres: usage.cpuMs.postgres === undefined ? undefined : perRequest(usage.cpuMs.postgres),
       redis: perRequest(usage.cpuMs.redis),
     },
-    rssPeak: usage.rssPeak,
+    memoryPeak: usage.memoryPeak,
     loadGeneratorBusy: usage.loadGeneratorBusy,
   };
 }
@@ -197,7 +197,7 @@ async function measureRevisions(
         emails: options.emails,
         idleSamples: options.idleSamples,
       });
-      stack.mailerStart.set(drain.row, { rssIdle: drain.rssIdle, firstEmailMs: drain.firstEmailMs });
+      stack.mailerStart.set(drain.row, { memoryIdle: drain.memoryIdle, firstEmailMs: drain.firstEmailMs });
       return drain.row;
     }, `mailer drain (${options.idleSamples} emails one by one, then ${options.emails} at once)`);
 
@@ -217,8 +217,8 @@ async function measureRevisions(
       label,
       revision: await describeRevision(target.root),
       rows,
-      gatewayRssIdle: target.rssIdle,
-      gatewayRssPeak: target.rssPeak(),
+      gatewayMemoryIdle: target.memoryIdle,
+      gatewayMemoryPeak: target.memoryPeak(),
       mailer: drain && mailerStart.get(drain),
     });
   }

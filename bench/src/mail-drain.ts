@@ -3,7 +3,7 @@ import { EMAIL_QUEUE } from '@tessera/contracts';
 import { Queue } from 'bullmq';
 import { percentile } from './http-load.ts';
 import { meter } from './meter.ts';
-import { rssBytes } from './proc-stats.ts';
+import { type Memory, memoryOf, NO_MEMORY } from './proc-stats.ts';
 import { freePort, runtimeEnv, SERVICE_ARGS, startService, waitUntilReady } from './processes.ts';
 import type { Row } from './report.ts';
 import { startSmtpSink } from './smtp-sink.ts';
@@ -21,8 +21,8 @@ export interface MailDrainShape {
 
 export interface MailDrainResult {
   row: Row;
-  /** Mailer RSS once started, before any email, bytes. */
-  rssIdle: number;
+  /** Mailer memory once started, before any email. */
+  memoryIdle: Memory;
   /** Send → accepted of the first email after the mailer started, ms. */
   firstEmailMs: number;
 }
@@ -63,7 +63,7 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
   try {
     await waitUntilReady(mailer, async () => (await fetch(`http://127.0.0.1:${opsPort}/health/ready`)).ok);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const rssIdle = rssBytes(mailer.pid) ?? 0;
+    const memoryIdle = memoryOf(mailer.pid) ?? NO_MEMORY;
     const { client, population } = target;
 
     const sendAndWait = async () => {
@@ -94,7 +94,7 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
     const seconds = delivered > 0 ? (Math.max(...times) - released) / 1000 : Number.NaN;
     const sorted = Float64Array.from(latencies).sort();
     return {
-      rssIdle,
+      memoryIdle,
       firstEmailMs,
       row: {
         name: 'mail-drain',
@@ -110,7 +110,7 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
           postgres: undefined,
           redis: usage.cpuMs.redis / delivered,
         },
-        rssPeak: usage.rssPeak,
+        memoryPeak: usage.memoryPeak,
         loadGeneratorBusy: usage.loadGeneratorBusy,
       },
     };

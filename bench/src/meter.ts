@@ -1,4 +1,4 @@
-import { CpuOfProcessSet, cpuMs, rssBytes } from './proc-stats.ts';
+import { CpuOfProcessSet, cpuMs, type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
 
 /** The processes whose cost a run is charged with. */
 export interface MeteredProcesses {
@@ -12,14 +12,14 @@ export interface MeteredProcesses {
 export interface Usage {
   /** CPU milliseconds used during the run. */
   cpuMs: { service: number; postgres: number | undefined; redis: number };
-  /** Highest RSS of the service during the run, bytes. */
-  rssPeak: number;
+  /** Highest memory of the service during the run. */
+  memoryPeak: Memory;
   /** Share of one core the load generator (this process) used: near 1, it may have been the limit. */
   loadGeneratorBusy: number;
 }
 
 /**
- * Reads the processes' CPU time from /proc before and after a run, samples the service's RSS every
+ * Reads the processes' CPU time from /proc before and after a run, samples the service's memory every
  * 100 ms, and looks for new Postgres backends every 500 ms (the pool opens them under load).
  */
 export async function meter<T>(
@@ -30,11 +30,11 @@ export async function meter<T>(
   const observePostgres = async () => {
     if (processes.postgresBackends) postgres.observe(await processes.postgresBackends());
   };
-  let rssPeak = rssBytes(processes.service) ?? 0;
+  let memoryPeak = peak(NO_MEMORY, memoryOf(processes.service));
   let polls = 0;
   let polling: Promise<void> | undefined;
   const sampler = setInterval(() => {
-    rssPeak = Math.max(rssPeak, rssBytes(processes.service) ?? 0);
+    memoryPeak = peak(memoryPeak, memoryOf(processes.service));
     if (++polls % 5 === 0 && !polling)
       polling = observePostgres()
         .catch(() => {})
@@ -58,7 +58,7 @@ export async function meter<T>(
   const after = { service: cpuMs(processes.service) ?? 0, redis: cpuMs(processes.redis) ?? 0 };
   await polling;
   await observePostgres();
-  rssPeak = Math.max(rssPeak, rssBytes(processes.service) ?? 0);
+  memoryPeak = peak(memoryPeak, memoryOf(processes.service));
 
   return {
     result,
@@ -68,7 +68,7 @@ export async function meter<T>(
         postgres: processes.postgresBackends ? postgres.total() : undefined,
         redis: after.redis - before.redis,
       },
-      rssPeak,
+      memoryPeak,
       loadGeneratorBusy: (own.user + own.system) / 1000 / wall,
     },
   };

@@ -29,14 +29,32 @@ export function cpuMs(pid: number): number | undefined {
   return (ticks * 1000) / ticksPerSecond;
 }
 
-/** Resident set size of a process in bytes; undefined once it is gone. */
-export function rssBytes(pid: number): number | undefined {
+/**
+ * What a process holds in memory, bytes. `rss`: every resident page. `anonymous`: those that are
+ * its own (heap, stacks); the rest are mapped from files, above all the node binary's code, which
+ * every Node process on the host shares and the kernel can drop and read again.
+ */
+export interface Memory {
+  rss: number;
+  anonymous: number;
+}
+
+export const NO_MEMORY: Memory = { rss: 0, anonymous: 0 };
+
+/** A process's memory now (statm: resident, and shared = file-backed); undefined once it is gone. */
+export function memoryOf(pid: number): Memory | undefined {
   try {
-    const resident = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1];
-    return Number(resident) * pageSize;
+    const [, resident, shared] = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ').map(Number);
+    if (resident === undefined || shared === undefined) return undefined;
+    return { rss: resident * pageSize, anonymous: (resident - shared) * pageSize };
   } catch {
     return undefined;
   }
+}
+
+/** The higher of each measure (the two peaks need not fall on the same sample). */
+export function peak(a: Memory, b: Memory | undefined): Memory {
+  return b ? { rss: Math.max(a.rss, b.rss), anonymous: Math.max(a.anonymous, b.anonymous) } : a;
 }
 
 /** The CPU model of this machine, as /proc/cpuinfo names it. */

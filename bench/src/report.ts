@@ -1,3 +1,4 @@
+import type { Memory } from './proc-stats.ts';
 import type { ScenarioName } from './scenarios.ts';
 
 /** One line of the table: a scenario measured against one revision. */
@@ -16,8 +17,8 @@ export interface Row {
   p99: number;
   /** CPU ms per answer (per email delivered) of the service (gateway, or mailer), the Postgres backends and Redis. */
   cpuMsPerOp: { service: number; postgres: number | undefined; redis: number };
-  /** Highest RSS of the service during the run, bytes. */
-  rssPeak: number;
+  /** Highest memory of the service during the run. */
+  memoryPeak: Memory;
   /** Share of a core the load generator used; near 1 it may have limited the rate. */
   loadGeneratorBusy: number;
 }
@@ -26,15 +27,15 @@ export interface TargetReport {
   label: string;
   revision: string;
   rows: Row[];
-  gatewayRssIdle: number;
-  gatewayRssPeak: number;
+  gatewayMemoryIdle: Memory;
+  gatewayMemoryPeak: Memory;
   /** When the mailer drain ran. */
   mailer: MailerStart | undefined;
 }
 
-/** The mailer once started: its RSS before any email (bytes), and send → accepted of its first email (ms). */
+/** The mailer once started: its memory before any email, and send → accepted of its first email (ms). */
 export interface MailerStart {
-  rssIdle: number;
+  memoryIdle: Memory;
   firstEmailMs: number;
 }
 
@@ -58,6 +59,8 @@ const TARGETS: Partial<Record<ScenarioName, string>> = {
 const failed = (row: Row) => Object.values(row.failures).reduce((sum, count) => sum + count, 0);
 const cpuTotal = (row: Row) => row.cpuMsPerOp.service + (row.cpuMsPerOp.postgres ?? 0) + row.cpuMsPerOp.redis;
 const mb = (bytes: number) => `${Math.round(bytes / 1024 / 1024)}`;
+/** RSS, then its anonymous part in parentheses, MB. */
+const mbs = ({ rss, anonymous }: Memory) => `${mb(rss)} (${mb(anonymous)})`;
 const ms = (value: number) =>
   Number.isNaN(value)
     ? '—'
@@ -82,7 +85,7 @@ function failedCell(row: Row): string {
 /** The Markdown table of one revision, with the memory line under it. */
 export function targetTable(target: TargetReport): string {
   const lines = [
-    '| flow | requests | req/s | p50 ms | p99 ms | failed | CPU ms/req: gateway | Postgres | Redis | total | target | RSS peak MB |',
+    '| flow | requests | req/s | p50 ms | p99 ms | failed | CPU ms/req: gateway | Postgres | Redis | total | target | RSS peak MB (anonymous) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const row of target.rows) {
@@ -92,18 +95,18 @@ export function targetTable(target: TargetReport): string {
       `| ${row.title}${flag} | ${count(row.ops + failed(row))} | ${count(row.rate)} | ${ms(row.p50)} | ${ms(row.p99)} | ` +
         `${failedCell(row)} | ${cpu(row.cpuMsPerOp.service)}${drain ? ' (mailer)' : ''} | ` +
         `${drain ? '—' : cpu(row.cpuMsPerOp.postgres)} | ${cpu(row.cpuMsPerOp.redis)} | ${cpu(cpuTotal(row))} | ` +
-        `${TARGETS[row.name] ?? '—'} | ${mb(row.rssPeak)} |`,
+        `${TARGETS[row.name] ?? '—'} | ${mbs(row.memoryPeak)} |`,
     );
   }
   const mailer =
     target.mailer === undefined
       ? ''
-      : `; mailer ${mb(target.mailer.rssIdle)} MB at rest (target ≤ 120 MB), its first email after start ` +
+      : `; mailer ${mbs(target.mailer.memoryIdle)} MB at rest (target ≤ 120 MB), its first email after start ` +
         `${ms(target.mailer.firstEmailMs)} ms (send request → SMTP accepted; not in the drain's p50 and p99)`;
   lines.push(
     '',
-    `Gateway RSS ${mb(target.gatewayRssIdle)} MB at rest (target ≤ 90 MB), ${mb(target.gatewayRssPeak)} MB at most ` +
-      `over the whole run (target ≤ 150 MB)${mailer}.`,
+    `Gateway RSS (anonymous) ${mbs(target.gatewayMemoryIdle)} MB at rest (target ≤ 90 MB), ` +
+      `${mbs(target.gatewayMemoryPeak)} MB at most over the whole run (target ≤ 150 MB)${mailer}.`,
   );
   return lines.join('\n');
 }
@@ -127,13 +130,15 @@ export function ratioTable(current: TargetReport, base: TargetReport): string {
         `${ratio(row.cpuMsPerOp.service, other.cpuMsPerOp.service)} | ` +
         `${ratio(row.cpuMsPerOp.postgres ?? 0, other.cpuMsPerOp.postgres ?? 0)} | ` +
         `${ratio(row.cpuMsPerOp.redis, other.cpuMsPerOp.redis)} | ${ratio(cpuTotal(row), cpuTotal(other))} | ` +
-        `${ratio(row.rssPeak, other.rssPeak)} |`,
+        `${ratio(row.memoryPeak.rss, other.memoryPeak.rss)} |`,
     );
   }
   lines.push(
     '',
-    `Gateway RSS at rest ${ratio(current.gatewayRssIdle, base.gatewayRssIdle)}, ` +
-      `at most ${ratio(current.gatewayRssPeak, base.gatewayRssPeak)}.`,
+    `Gateway RSS at rest ${ratio(current.gatewayMemoryIdle.rss, base.gatewayMemoryIdle.rss)}, ` +
+      `at most ${ratio(current.gatewayMemoryPeak.rss, base.gatewayMemoryPeak.rss)}; its anonymous memory at rest ` +
+      `${ratio(current.gatewayMemoryIdle.anonymous, base.gatewayMemoryIdle.anonymous)}, ` +
+      `at most ${ratio(current.gatewayMemoryPeak.anonymous, base.gatewayMemoryPeak.anonymous)}.`,
   );
   return lines.join('\n');
 }
@@ -147,7 +152,9 @@ const LEGEND = [
   'system time from /proc/<pid>/stat over the run, divided by the requests (emails): gateway (the mailer for the',
   "drain), Postgres = the backends serving the bench database (pg_stat_activity; not the server's shared",
   "background processes), Redis = the bench's own redis-server. target: the total CPU ms/req Tessera aims for.",
-  'RSS peak: highest RSS of the gateway (mailer) during that row, sampled every 100 ms.',
+  'RSS peak: highest RSS of the gateway (mailer) during that row, sampled every 100 ms; in parentheses the highest of',
+  "its anonymous part (RSS less the pages mapped from files, mostly the node binary's code that every Node process",
+  'on the host shares): what the process alone holds.',
 ].join('\n');
 
 /** Everything `pnpm bench` prints on stdout: Markdown, ready for the README. */

@@ -8,7 +8,7 @@ import type { Cleanup } from './cleanup.ts';
 import { GatewayClient } from './gateway-client.ts';
 import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
-import { rssBytes } from './proc-stats.ts';
+import { type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
 import {
   fillCompileCache,
   freePort,
@@ -48,10 +48,10 @@ export interface Target {
   client: GatewayClient;
   redis: { service: Service; url: string };
   population: Population;
-  /** Gateway RSS once started, before any load, bytes. */
-  rssIdle: number;
-  /** Highest gateway RSS seen so far, sampled every 250 ms from the start, bytes. */
-  rssPeak(): number;
+  /** Gateway memory once started, before any load. */
+  memoryIdle: Memory;
+  /** Highest gateway memory seen so far, sampled every 250 ms from the start. */
+  memoryPeak(): Memory;
   /** The gateway, its Redis and the Postgres backends of its database. */
   metered(): MeteredProcesses;
   /** Whether the Postgres backends of the bench database could be moved onto the services' core. */
@@ -204,10 +204,10 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
 
   // Settled after start: what the process holds before the first request.
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const rssIdle = rssBytes(gateway.pid) ?? 0;
-  let rssPeak = rssIdle;
+  const memoryIdle = memoryOf(gateway.pid) ?? NO_MEMORY;
+  let memoryPeak = memoryIdle;
   const sampler = setInterval(() => {
-    rssPeak = Math.max(rssPeak, rssBytes(gateway.pid) ?? 0);
+    memoryPeak = peak(memoryPeak, memoryOf(gateway.pid));
   }, 250);
   options.cleanup.add('stop sampling', () => clearInterval(sampler));
 
@@ -220,8 +220,8 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
     client,
     redis,
     population: new Population(client, options.parallel),
-    rssIdle,
-    rssPeak: () => rssPeak,
+    memoryIdle,
+    memoryPeak: () => memoryPeak,
     metered: () => ({ service: gateway.pid, redis: redis.service.pid, postgresBackends }),
     postgresPinned: () => pinned.size > 0 && [...pinned.values()].every(Boolean),
     pinning: options.pinning,
