@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -124,9 +125,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const uid = Number(stdout.trim());
     await chown(dir, uid, uid);
   }
+  // runuser is in /usr/sbin, which a CI runner's PATH may leave out.
+  const runuser = existsSync('/usr/sbin/runuser') ? '/usr/sbin/runuser' : 'runuser';
   const pgTool = (tool: string, toolArgs: string[]) =>
     asRoot
-      ? run('runuser', ['-u', 'postgres', '--', `${bin}/${tool}`, ...toolArgs])
+      ? run(runuser, ['-u', 'postgres', '--', `${bin}/${tool}`, ...toolArgs])
       : run(`${bin}/${tool}`, toolArgs);
 
   await pgTool('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
