@@ -58,7 +58,7 @@ FROM runtime AS gateway
 EXPOSE 3000 9465
 HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # V8's heap sized for a small service (README, Operations: Memory).
-CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/src/server.ts"]
+CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/src/server.ts"]
 
 FROM runtime AS mailer
 EXPOSE 9464

@@ -44,7 +44,7 @@ export async function freePort(): Promise<number> {
  */
 export const SERVICE_ARGS = {
   gateway: [
-    '--max-semi-space-size=8',
+    '--max-semi-space-size=4',
     '--max-old-space-size=128',
     '--import',
     './packages/telemetry/src/register.ts',
