@@ -38,25 +38,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/**
- * Each service's node arguments as `pnpm start` and the image run it: V8's heap sized as there
- * (README, Operations: Memory), so RSS is what runs, then the entry point.
- */
+/** V8's heap sized as `pnpm start` and the image size it (README, Operations: Memory), so RSS is what runs. */
+const HEAP = ['--max-semi-space-size=4', '--max-old-space-size=128'];
+const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
+
+/** Each service's node arguments as `pnpm start` and the image run it. */
 export const SERVICE_ARGS = {
-  gateway: [
-    '--max-semi-space-size=4',
-    '--max-old-space-size=128',
-    '--import',
-    './packages/telemetry/src/register.ts',
-    'services/auth-gateway/src/server.ts',
-  ],
-  mailer: [
-    '--max-semi-space-size=4',
-    '--max-old-space-size=128',
-    '--import',
-    './packages/telemetry/src/register.ts',
-    'services/mailer/src/main.ts',
-  ],
+  gateway: [...HEAP, ...TELEMETRY, 'services/auth-gateway/src/server.ts'],
+  mailer: [...HEAP, ...TELEMETRY, 'services/mailer/src/main.ts'],
 };
 
 /**
