@@ -1,6 +1,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
@@ -16,6 +19,7 @@ import {
   startSmtpSink,
   type TestDatabase,
   type TestRedis,
+  waitUntil,
 } from '@tessera/testing';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +33,7 @@ let sink: SmtpSink;
 let traces: OtlpSink;
 let baseUrl: string;
 let opsUrl: string;
+let compileCache: string;
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
 const processes: ServiceProcess[] = [];
@@ -55,6 +60,8 @@ beforeAll(async () => {
   const [port, opsPort] = [await freePort(), await freePort()];
   baseUrl = `http://127.0.0.1:${port}`;
   opsUrl = `http://127.0.0.1:${opsPort}`;
+  // As `pnpm start` and the image run them, each with a compile cache of its own, empty here.
+  compileCache = await mkdtemp(path.join(tmpdir(), 'tessera-compile-cache-'));
   const shared = {
     APP_ENV: 'production',
     LOG_LEVEL: 'info',
@@ -69,6 +76,7 @@ beforeAll(async () => {
   };
   const gateway = startService('gateway', {
     ...shared,
+    NODE_COMPILE_CACHE: path.join(compileCache, 'gateway'),
     // The arrival of each request too (the SIGTERM test waits for it); production runs at info.
     LOG_LEVEL: 'debug',
     PORT: String(port),
@@ -86,6 +94,7 @@ beforeAll(async () => {
   });
   const mailer = startService('mailer', {
     ...shared,
+    NODE_COMPILE_CACHE: path.join(compileCache, 'mailer'),
     SMTP_URL: sink.url,
     MAIL_FROM: 'Tessera <no-reply@tessera.test>',
     MAILER_METRICS_PORT: '0',
@@ -106,6 +115,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((service) => service.stop('SIGKILL')));
   await Promise.all([sink?.close(), traces?.close(), database?.drop(), redis?.flush()]);
+  if (compileCache) await rm(compileCache, { recursive: true, force: true });
 });
 
 /** Requests a code and reads it from the email, as a person would. */
@@ -207,6 +217,16 @@ describe('the whole sign-in flow, end to end', () => {
     expect(exported).not.toContain('query-leak');
     for (const secret of [email, accessToken, refreshToken]) expect(exported).not.toContain(secret);
     expect(mentionsCode(exported, code)).toBe(false);
+  });
+
+  // Writing it is what frees the copy Node otherwise keeps in memory until the process exits.
+  it('each service writes its compile cache once started, not only at exit', async () => {
+    await waitUntil('the mailer ready', () => logs().includes('mailer ready'));
+    for (const service of ['gateway', 'mailer']) {
+      const files = await readdir(path.join(compileCache, service), { recursive: true });
+      // One file per module the service loaded, in a folder named by Node's version: hundreds.
+      expect(files.length, service).toBeGreaterThan(100);
+    }
   });
 
   it('on repeated SIGTERMs the gateway finishes the request in flight, answers later ones 503, and both exit 0', async () => {

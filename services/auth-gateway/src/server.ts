@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import { loadOrExit } from '@tessera/config';
 import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
@@ -36,6 +37,10 @@ closeGracefully({
     await operations.close();
   },
 });
+
+// Every module is loaded: Node's copy of their compile cache (~12 MB of malloc) is freed, after it
+// writes what the cache lacked. A no-op without NODE_COMPILE_CACHE.
+flushCompileCache();
 
 await app.listen({ port: config.http.port, host: config.http.host });
 app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');
