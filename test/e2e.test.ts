@@ -207,6 +207,13 @@ describe('the whole sign-in flow, end to end', () => {
     expect(ancestry.find((span) => span.service === 'tessera-auth-gateway')?.name).toBe('add email.send-otp');
     expect(ancestry.at(-1)?.spanId).toBe(request.spanId);
     expect(request.attributes['http.route']).toBe('/api/v1/auth/send-otp-email');
+    // Redis and Postgres show inside the requests that used them (the code's scripts, the sign-in's
+    // statement): the bundles leave ioredis and pg for the instrumentation to patch.
+    const signIn = await traces.waitFor((span) => span.name === 'POST /api/v1/auth/verify-otp-email');
+    const database = (traceId: string, system: string) =>
+      traces.waitFor((span) => span.traceId === traceId && span.attributes['db.system.name'] === system);
+    await database(request.traceId, 'redis');
+    await database(signIn.traceId, 'postgresql');
 
     // No span holds the code, a token, the address, or what a client put in a query string.
     await call('POST', '/api/v1/auth/send-otp-email?email=query-leak%40example.com', {

@@ -42,10 +42,10 @@ export async function freePort(): Promise<number> {
 const HEAP = ['--max-semi-space-size=4', '--max-old-space-size=128'];
 const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
 
-/** Each service's node arguments as `pnpm start` and the image run it. */
+/** Each service's node arguments as `pnpm start` and the image run it: its bundle. */
 export const SERVICE_ARGS = {
-  gateway: [...HEAP, ...TELEMETRY, 'services/auth-gateway/src/server.ts'],
-  mailer: [...HEAP, ...TELEMETRY, 'services/mailer/src/main.ts'],
+  gateway: [...HEAP, ...TELEMETRY, 'services/auth-gateway/dist/server.js'],
+  mailer: [...HEAP, ...TELEMETRY, 'services/mailer/dist/main.js'],
 };
 
 /**
@@ -57,11 +57,13 @@ export function runtimeEnv(root: string): Record<string, string> {
 }
 
 /**
- * Fills the compile cache of a checkout as the image's build does: each service started in
- * production without its configuration loads every module, then stops at the configuration check.
+ * Builds the services of a checkout as the image's build does: their bundles, then the compile cache
+ * (each service started in production without its configuration loads every module, then stops at
+ * the configuration check).
  */
-export async function fillCompileCache(root: string): Promise<void> {
+export async function buildServices(root: string): Promise<void> {
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', APP_ENV: 'production' };
+  await promisify(execFile)(process.execPath, ['infra/src/bundle.ts'], { cwd: root, env, timeout: 60_000 });
   for (const args of Object.values(SERVICE_ARGS))
     await promisify(execFile)(process.execPath, args, {
       cwd: root,

@@ -10,7 +10,7 @@ import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
 import { type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
 import {
-  fillCompileCache,
+  buildServices,
   freePort,
   type Pinning,
   pinProcess,
@@ -146,7 +146,7 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
   const [redis, database] = await Promise.all([
     startRedis(options),
     createDatabase(options),
-    fillCompileCache(options.root),
+    buildServices(options.root),
   ]);
   const databaseUrl = new URL(options.adminUrl);
   databaseUrl.pathname = `/${database}`;

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { bundle } from '@tessera/infra/bundle';
 import type { TestProject } from 'vitest/node';
 
 import type {} from './services.ts';
@@ -31,10 +32,12 @@ async function containerRuntimeAnswers(): Promise<boolean> {
 }
 
 /**
- * Where integration tests find Postgres and Redis, in this order: TEST_DATABASE_URL and
+ * Bundles the services, for the tests that start them as processes as `pnpm start` does; then finds
+ * Postgres and Redis for the integration tests, in this order: TEST_DATABASE_URL and
  * TEST_REDIS_URL; Testcontainers when a container runtime answers; the local default ports.
  */
 export default async function setup(project: TestProject) {
+  await bundle();
   const fromEnv = { postgres: process.env.TEST_DATABASE_URL, redis: process.env.TEST_REDIS_URL };
   const stops: Array<() => Promise<unknown>> = [];
   let postgresUrl = fromEnv.postgres;

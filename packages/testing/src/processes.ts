@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { BUNDLES } from '@tessera/infra/bundle';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -175,16 +176,14 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-const SCRIPTS = {
-  gateway: 'services/auth-gateway/src/server.ts',
-  mailer: 'services/mailer/src/main.ts',
-} as const;
-
-/** A Tessera service as its own process, started as the package scripts and the image start it. */
-export function startService(service: keyof typeof SCRIPTS, env: Record<string, string>): ServiceProcess {
+/**
+ * A Tessera service as its own process, started as `pnpm start` and the image start it: its bundle
+ * (built by the integration tests' global setup).
+ */
+export function startService(service: keyof typeof BUNDLES, env: Record<string, string>): ServiceProcess {
   const child = spawn(
     process.execPath,
-    ['--import', './packages/telemetry/src/register.ts', SCRIPTS[service]],
+    ['--import', './packages/telemetry/src/register.ts', BUNDLES[service].output],
     {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
