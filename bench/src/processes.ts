@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { BUNDLES } from '@tessera/infra/bundle';
 
 /** Where the measured processes and the load generator run (`taskset` core lists), or nothing when unpinned. */
 export interface Pinning {
@@ -44,8 +45,8 @@ const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
 
 /** Each service's node arguments as `pnpm start` and the image run it: its bundle. */
 export const SERVICE_ARGS = {
-  gateway: [...HEAP, ...TELEMETRY, 'services/auth-gateway/dist/server.js'],
-  mailer: [...HEAP, ...TELEMETRY, 'services/mailer/dist/main.js'],
+  gateway: [...HEAP, ...TELEMETRY, BUNDLES.gateway.output],
+  mailer: [...HEAP, ...TELEMETRY, BUNDLES.mailer.output],
 };
 
 /**
