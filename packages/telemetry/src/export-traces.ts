@@ -6,7 +6,8 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { register as registerInThread, supportsSyncHooks } from 'import-in-the-middle/register-hooks.mjs';
-import { httpInstrumentation, UNTRACED } from './http-instrumentation.ts';
+import { httpInstrumentation } from './http-instrumentation.ts';
+import { UNTRACED } from './untraced.ts';
 
 // Paths only: a query string is the client's to fill, with whatever it likes.
 const pathOf = (url: string | undefined) => (url ?? '').split('?')[0] ?? '';

@@ -1,8 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-
-/** Probes and scrapes: never traced. */
-export const UNTRACED = /^\/(health|metrics)\b/;
+import { UNTRACED } from './untraced.ts';
 
 /**
  * With an exporter: the incoming request's span starts the trace, or continues the caller's

@@ -1,9 +1,9 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { context, propagation, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AlwaysOffSampler, TracerProvider } from '@opentelemetry/sdk-trace';
-import { UNTRACED } from './http-instrumentation.ts';
+import { UNTRACED } from './untraced.ts';
 
 /**
  * No exporter: spans are never recorded, yet each request has a valid trace and span id (the
@@ -17,6 +17,9 @@ import { UNTRACED } from './http-instrumentation.ts';
  * a body that arrives after the headers).
  */
 export function propagateTraces(): () => Promise<void> {
+  // Not `import`ed: an ES module's import of node:http reads its lazy exports too, and WebSocket loads
+  // undici (~70 modules, a few MB) into a process that never uses it.
+  const { Server } = process.getBuiltinModule('node:http');
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(
     new CompositePropagator({
@@ -28,13 +31,13 @@ export function propagateTraces(): () => Promise<void> {
   const tracer = provider.getTracer('tessera');
 
   type Emit = (this: http.Server, event: string, ...args: unknown[]) => boolean;
-  const emit = http.Server.prototype.emit as Emit;
-  http.Server.prototype.emit = function emitInTrace(this: http.Server, ...args: Parameters<Emit>) {
+  const emit = Server.prototype.emit as Emit;
+  Server.prototype.emit = function emitInTrace(this: http.Server, ...args: Parameters<Emit>) {
     const [event, request] = args as [string, http.IncomingMessage];
     if (event !== 'request' || UNTRACED.test(request.url ?? '')) return emit.apply(this, args);
     const parent = propagation.extract(ROOT_CONTEXT, request.headers);
     const active = trace.setSpan(parent, tracer.startSpan('request', undefined, parent));
     return context.with(active, emit, this, ...args);
-  } as typeof http.Server.prototype.emit;
+  } as typeof Server.prototype.emit;
   return () => provider.shutdown();
 }

@@ -100,7 +100,6 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
     sessions,
     users,
     accountDeletion,
-    /** Finalizes due account deletions in the background; app.ts starts and stops it. */
     /** Background work every gateway process runs while it is up. */
     sweeps: [
       createSweep({
