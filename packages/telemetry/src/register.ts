@@ -19,7 +19,7 @@ if (env.OTEL_METRICS_EXPORTER && env.OTEL_METRICS_EXPORTER !== 'none')
 env.OTEL_METRICS_EXPORTER = 'none';
 env.OTEL_LOGS_EXPORTER ??= 'none';
 
-// Each mode loads only its own modules: the SDK and its exporters cost ~80 MB of a process's memory.
+// Each mode loads only its own modules: the SDK and its exporters cost ~20 MB of a process's memory.
 const shutdown = exporting
   ? (await import('./export-traces.ts')).exportTraces()
   : (await import('./propagate-traces.ts')).propagateTraces();
