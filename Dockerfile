@@ -44,8 +44,10 @@ COPY --from=build /app/services/auth-gateway/dist services/auth-gateway/dist
 COPY --from=build /app/services/mailer/dist services/mailer/dist
 # NODE_COMPILE_CACHE: the modules compiled once, here, the telemetry's stripped of their types, so the
 # services start without loading Node's TypeScript stripper (~17 MB per process). MALLOC_ARENA_MAX: two
-# malloc arenas rather than one per thread, a few MB less.
-ENV APP_ENV=production NODE_COMPILE_CACHE=/app/.cache/node MALLOC_ARENA_MAX=2
+# malloc arenas rather than one per thread, a few MB less. NODE_OPTIONS: V8's heap sized for a small
+# service (README, Operations: Memory); a deployment may set its own.
+ENV APP_ENV=production NODE_COMPILE_CACHE=/app/.cache/node MALLOC_ARENA_MAX=2 \
+    NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=128"
 RUN mkdir -p /app/.cache/node && chown node /app/.cache/node
 # The cache is per user: filled by the user the services run as. Started without their configuration,
 # each service loads all its modules (with and without a trace exporter) and stops.
@@ -60,9 +62,8 @@ RUN for endpoint in "" http://127.0.0.1:4318; do \
 FROM runtime AS gateway
 EXPOSE 3000 9465
 HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# V8's heap sized for a small service (README, Operations: Memory).
-CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/dist/server.js"]
+CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/dist/server.js"]
 
 FROM runtime AS mailer
 EXPOSE 9464
-CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=128", "--import", "./packages/telemetry/src/register.ts", "services/mailer/dist/main.js"]
+CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/mailer/dist/main.js"]
