@@ -5,12 +5,13 @@ import { Cleanup } from './cleanup.ts';
 import { type LoadShape, percentile, runLoad } from './http-load.ts';
 import { measureMailDrain } from './mail-drain.ts';
 import { meter } from './meter.ts';
+import { type OtlpSink, startOtlpSink } from './otlp-sink.ts';
 import { cpuModel } from './proc-stats.ts';
 import { type Pinning, pinLoadGenerator } from './processes.ts';
 import type { BenchReport, MailerStart, Row, TargetReport } from './report.ts';
 import { checkOut, describeRevision } from './revision.ts';
 import { HTTP_SCENARIOS, type HttpScenario, type ScenarioName } from './scenarios.ts';
-import { startTarget, type Target, WORKING_TREE } from './target.ts';
+import { SERVICE_NAMES, startTarget, type Target, WORKING_TREE } from './target.ts';
 
 export interface BenchOptions {
   /** Seconds each HTTP flow is measured for. */
@@ -32,6 +33,8 @@ export interface BenchOptions {
   only?: readonly ScenarioName[];
   /** Runs of each flow per revision; the report keeps the one with the median total CPU. */
   rounds: number;
+  /** Both services export every span to an OTLP/HTTP receiver in the bench process. */
+  exportTraces?: boolean;
 }
 
 export const DEFAULTS = {
@@ -54,8 +57,17 @@ export const mailShape = (duration: number) => ({
   idleSamples: Math.max(10, Math.min(100, Math.round(10 * duration))),
 });
 
+/** Where the services' spans went: nowhere, or to the bench's OTLP sink (what had arrived by the end). */
+function tracing(otlp: OtlpSink | undefined): string {
+  if (!otlp) return 'Traces: no OTLP exporter configured, as by default.';
+  const received = [...otlp.received].map(
+    ([service, bytes]) => `${(bytes / 1e6).toFixed(1)} MB from ${service}`,
+  );
+  return `Traces (--export-traces): every span exported over OTLP/HTTP to a receiver in the bench process that answers at once and keeps nothing; it had received ${received.join(', ') || 'nothing'} by the end of the run.`;
+}
+
 const NOTES = [
-  'The gateway and the mailer run as in production (`node --import ./packages/telemetry/src/register.ts …`, JSON logs, no OTLP exporter) but with APP_ENV=test, so the send answer carries the code: verify requests use it instead of reading the email.',
+  'The gateway and the mailer run as in production (`node --import ./packages/telemetry/src/register.ts …`, JSON logs) but with APP_ENV=test, so the send answer carries the code: verify requests use it instead of reading the email.',
   'Sign-in limits lifted by configuration only: OTP_RESEND_COOLDOWN=0, OTP_MAX_SENDS_PER_EMAIL_PER_HOUR, OTP_MAX_SENDS_PER_IP_PER_HOUR, OTP_MAX_FAILURES_PER_EMAIL_PER_DAY, OTP_MAX_FAILURES_PER_IP_PER_HOUR and RATE_LIMIT_MAX = 1,000,000,000.',
   'Flows that use something up (a code, a session) make one request per prepared item, as many as a pilot run says fit in the duration; the others run for the duration after a warm-up. Preparing (codes, sign-ins) is not measured.',
   'No mailer runs during the HTTP flows (the emails queued then are dropped before the drain). The drain runs the mailer at its default settings into an SMTP sink in the bench process; its emails are queued by the gateway (send code), while the queue is paused for the throughput, and its latency is from the send request to the SMTP acceptance.',
@@ -157,6 +169,7 @@ async function measureRevisions(
   revisions: readonly { label: string; root: string }[],
   options: BenchOptions,
   pinning: Pinning | undefined,
+  otlpEndpoint: string | undefined,
   cleanup: Cleanup,
   progress: (line: string) => void,
   notes: string[],
@@ -173,6 +186,7 @@ async function measureRevisions(
       pinning,
       logLevel: options.logLevel,
       parallel: Math.max(8, options.connections),
+      ...(otlpEndpoint && { otlpEndpoint }),
       cleanup: own,
     });
     stacks.push({ target, runs: new Map(), mailerStart: new Map() });
@@ -235,6 +249,8 @@ export async function runBench(
   // Other work on the machine shows in every number: said in the report.
   const loadBefore = os.loadavg()[0] ?? 0;
   const pinning = options.pin ? pinLoadGenerator(cores) : undefined;
+  const otlp = options.exportTraces ? await startOtlpSink(Object.values(SERVICE_NAMES)) : undefined;
+  if (otlp) cleanup.add('close the OTLP sink', () => otlp.close());
   const notes = [...NOTES];
   if (options.pin && !pinning)
     notes.push('--pin was asked for but not applied (needs taskset and two cores): nothing is pinned.');
@@ -246,7 +262,16 @@ export async function runBench(
       root: await checkOut(WORKING_TREE, options.compare, cleanup, progress),
     });
 
-  const targets = await measureRevisions(revisions, options, pinning, cleanup, progress, notes);
+  const targets = await measureRevisions(
+    revisions,
+    options,
+    pinning,
+    otlp?.endpoint,
+    cleanup,
+    progress,
+    notes,
+  );
+  notes.splice(1, 0, tracing(otlp));
   if (options.rounds > 1)
     notes.push(
       `Each flow ran ${options.rounds} times per revision, alternating which went first; each row is the run with the median total CPU per request.`,
@@ -261,5 +286,5 @@ export async function runBench(
     (pinning
       ? `pinned: gateway, mailer, redis-server and the bench database's Postgres backends on core ${pinning.services}, the load generator on core ${pinning.loadGenerator}.`
       : 'not pinned.');
-  return { machine, settings, notes, targets };
+  return { machine, settings, notes, targets, ...(otlp && { tracesReceived: new Map(otlp.received) }) };
 }

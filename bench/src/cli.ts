@@ -24,6 +24,8 @@ Markdown table on stdout (progress on stderr).
   --emails <n>         emails queued at once for the mailer drain (default 1,000 × duration)
   --only <flows>       comma-separated: ${SCENARIO_NAMES.join(', ')}
   --log-level <level>  LOG_LEVEL of gateway and mailer (default ${DEFAULTS.logLevel})
+  --export-traces      gateway and mailer export every span (OTLP/HTTP) to a receiver in the bench
+                       process that keeps nothing: what tracing costs
   --database-url <url> Postgres to administer from (default BENCH_DATABASE_URL or
                        ${DEFAULTS.adminUrl}); the bench creates and drops tessera_bench_* there`;
 
@@ -39,6 +41,7 @@ function parse(argv: string[]): BenchOptions | undefined {
       emails: { type: 'string' },
       only: { type: 'string' },
       'log-level': { type: 'string' },
+      'export-traces': { type: 'boolean', default: false },
       'database-url': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -63,6 +66,7 @@ function parse(argv: string[]): BenchOptions | undefined {
     emails: Math.round(positive('emails', values.emails, shape.emails)),
     idleSamples: shape.idleSamples,
     logLevel: values['log-level'] ?? DEFAULTS.logLevel,
+    exportTraces: values['export-traces'],
     adminUrl: values['database-url'] ?? process.env.BENCH_DATABASE_URL ?? DEFAULTS.adminUrl,
     ...(only && { only }),
   };

@@ -7,7 +7,7 @@ import { type Memory, memoryOf, NO_MEMORY } from './proc-stats.ts';
 import { freePort, runtimeEnv, SERVICE_ARGS, startService, waitUntilReady } from './processes.ts';
 import type { Row } from './report.ts';
 import { startSmtpSink } from './smtp-sink.ts';
-import { baseEnv, QUEUE_PREFIX, type Target } from './target.ts';
+import { baseEnv, QUEUE_PREFIX, SERVICE_NAMES, type Target, tracingEnv } from './target.ts';
 
 export interface MailDrainShape {
   /**
@@ -58,6 +58,7 @@ export async function measureMailDrain(target: Target, shape: MailDrainShape): P
       MAIL_FROM: 'Tessera bench <bench@tessera.test>',
       MAILER_METRICS_PORT: String(opsPort),
       MAILER_METRICS_HOST: '127.0.0.1',
+      ...tracingEnv(target.otlpEndpoint, SERVICE_NAMES.mailer),
     },
   });
   try {

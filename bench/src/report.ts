@@ -44,6 +44,8 @@ export interface BenchReport {
   settings: string;
   notes: string[];
   targets: TargetReport[];
+  /** With --export-traces: bytes of OTLP received, by service name. */
+  tracesReceived?: Map<string, number>;
 }
 
 /** Issue 13's targets, beside what is measured. */

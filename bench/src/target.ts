@@ -35,6 +35,8 @@ export interface TargetOptions {
   logLevel: string;
   /** Requests in flight while preparing. */
   parallel: number;
+  /** An OTLP/HTTP receiver the services export every span to; none exports when absent. */
+  otlpEndpoint?: string;
   cleanup: Cleanup;
 }
 
@@ -58,6 +60,15 @@ export interface Target {
   postgresPinned(): boolean;
   pinning: Pinning | undefined;
   logLevel: string;
+  otlpEndpoint: string | undefined;
+}
+
+/** The service names the services export under, which the OTLP sink counts by. */
+export const SERVICE_NAMES = { gateway: 'tessera-auth-gateway', mailer: 'tessera-mailer' } as const;
+
+/** A service's variables to export every span to `endpoint` (the SDK's default sampler); none without one. */
+export function tracingEnv(endpoint: string | undefined, serviceName: string): Record<string, string> {
+  return endpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SERVICE_NAME: serviceName } : {};
 }
 
 /** Environment every child gets: only what it needs, so the caller's settings do not leak in. */
@@ -178,6 +189,7 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
       OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: UNLIMITED,
       OTP_MAX_FAILURES_PER_IP_PER_HOUR: UNLIMITED,
       RATE_LIMIT_MAX: UNLIMITED,
+      ...tracingEnv(options.otlpEndpoint, SERVICE_NAMES.gateway),
     },
   });
   options.cleanup.add(`stop ${gateway.name}`, () => gateway.stop());
@@ -226,5 +238,6 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
     postgresPinned: () => pinned.size > 0 && [...pinned.values()].every(Boolean),
     pinning: options.pinning,
     logLevel: options.logLevel,
+    otlpEndpoint: options.otlpEndpoint,
   };
 }

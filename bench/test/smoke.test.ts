@@ -59,3 +59,24 @@ it('runs a flow as many rounds as asked and reports one row for it, the median r
     await cleanup.run();
   }
 }, 90_000);
+
+it('with --export-traces, both services send their spans to the receiver and the report says how much', async () => {
+  const cleanup = new Cleanup();
+  try {
+    const report = await runBench(
+      { ...smoke(), only: ['list-sessions', 'mail-drain'], exportTraces: true },
+      cleanup,
+    );
+
+    const received = report.tracesReceived;
+    expect(report.targets[0]?.rows.flatMap((row) => Object.keys(row.failures))).toEqual([]);
+    expect(received?.get('tessera-auth-gateway')).toBeGreaterThan(0);
+    expect(received?.get('tessera-mailer')).toBeGreaterThan(0);
+    const table = renderReport(report);
+    expect(table).toMatch(/Traces \(--export-traces\): every span exported .* by the end of the run/);
+    for (const service of ['tessera-auth-gateway', 'tessera-mailer'])
+      expect(table).toMatch(new RegExp(`[\\d.]+ MB from ${service}`));
+  } finally {
+    await cleanup.run();
+  }
+}, 90_000);
