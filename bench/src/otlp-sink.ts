@@ -11,6 +11,10 @@ export interface OtlpSink {
 }
 
 /**
+ * Cheaper than @tessera/testing's sink on purpose: it takes the services' default protocol (protobuf),
+ * which production sends, and neither parses nor keeps the spans (a run sends ~100 MB), so what is
+ * measured is the services, not the receiver.
+ *
  * `serviceNames`: the names to count exports by. An export is one process's batch, and its resource
  * carries the process's service name as plain bytes (OTLP protobuf, uncompressed: the default).
  */
