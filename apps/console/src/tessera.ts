@@ -11,15 +11,9 @@ const TOKENS_KEY = 'tessera.console.tokens';
  * in CORS_ORIGINS). `onSignedIn` hears of every sign-in and sign-out, this tab's and other tabs'.
  */
 export function connect(onSignedIn: (signedIn: boolean) => void): Tessera {
-  const tessera = createClient({
+  return createClient({
     baseUrl: import.meta.env.VITE_TESSERA_URL ?? window.location.origin,
     storage: localStorageStorage(TOKENS_KEY),
     onSessionChange: (tokens) => onSignedIn(tokens !== null),
   });
-  // The client tells other tabs of refreshes and sign-outs, not of a sign-in; the storage event tells
-  // of all three (it fires in every tab of the origin but the one that wrote).
-  window.addEventListener('storage', (event) => {
-    if (event.key === TOKENS_KEY || event.key === null) onSignedIn(event.newValue !== null);
-  });
-  return tessera;
 }

@@ -193,7 +193,7 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     // The lock lets the second tab find the first one's pair; without it both present the token and
     // the server's reuse grace gives them the same pair.
     expect(server.presented).toEqual(locks ? ['refresh-1'] : ['refresh-1', 'refresh-1']);
-    expect(b.changes.map((change) => change?.accessToken)).toEqual(['access-2']);
+    expect(b.changes.map((change) => change?.accessToken)).toEqual(['access-1', 'access-2']);
   });
 
   it('each with its own storage holding the same pair, the second adopts the pair the first announces', async () => {
@@ -225,6 +225,38 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
 
     expect(await a.tokens.refresh(held)).toBeNull();
     await vi.waitFor(() => expect(b.changes.at(-1)).toBeNull());
+    expect(await b.storage.get()).toBeNull();
+  });
+
+  it('sharing one storage, the other hears of a sign-in and, created after it, of the sign-out', async () => {
+    const server = refreshServer();
+    const name = randomUUID();
+    const shared = memoryStorage();
+    const a = keeper(server, name, shared);
+    const before = keeper(server, name, shared);
+    const signedIn = await a.tokens.signIn(server.issue(), nowMs);
+    await vi.waitFor(() => expect(before.changes).toEqual([signedIn]));
+    // A page loaded while signed in: it has reported nothing yet.
+    const after = keeper(server, name, shared);
+    await sleep(20);
+
+    await a.tokens.signOut();
+
+    await vi.waitFor(() => expect(after.changes).toEqual([null]));
+    await vi.waitFor(() => expect(before.changes).toEqual([signedIn, null]));
+  });
+
+  it('with its own storage, a client is neither signed in nor out by the other', async () => {
+    const server = refreshServer();
+    const name = randomUUID();
+    const a = keeper(server, name);
+    const b = keeper(server, name);
+
+    await a.tokens.signIn(server.issue(), nowMs);
+    await a.tokens.signOut();
+    await sleep(20);
+
+    expect(b.changes).toEqual([]);
     expect(await b.storage.get()).toBeNull();
   });
 

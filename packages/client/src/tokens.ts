@@ -56,8 +56,15 @@ export function createTokenKeeper({
 }: TokenKeeperOptions): TokenKeeper {
   let inflight: Promise<TokenSet | null> | null = null;
   // The refresh token last reported to onChange (null: signed out), so that a change seen twice, in
-  // the shared storage and in a message, is reported once.
+  // the shared storage and in a message, is reported once. It starts as what the storage holds: a
+  // client created after a sign-in (a page reloaded, a new tab) hears when another tab signs out.
   let reported: string | null | undefined;
+  const started = (async () => storage.get())().then(
+    (tokens) => {
+      reported ??= tokens?.refreshToken ?? null;
+    },
+    () => undefined,
+  );
 
   function report(tokens: TokenSet | null) {
     const key = tokens?.refreshToken ?? null;
@@ -72,8 +79,12 @@ export function createTokenKeeper({
   }
 
   async function adopt(message: TabMessage) {
+    await started;
     const stored = await storage.get();
-    if (message.type === 'refreshed') {
+    if (message.type === 'signed-in') {
+      // Only a client sharing the storage is signed in by it; one with its own storage keeps its own.
+      if (stored?.refreshToken === message.tokens.refreshToken) report(message.tokens);
+    } else if (message.type === 'refreshed') {
       if (stored?.refreshToken === message.from) await storage.set(message.tokens);
       if (stored?.refreshToken === message.from || stored?.refreshToken === message.tokens.refreshToken)
         report(message.tokens);
@@ -143,6 +154,7 @@ export function createTokenKeeper({
     async signIn(pair, receivedAt) {
       const tokens = pairOf(pair, receivedAt);
       await storage.set(tokens);
+      tab.announce({ type: 'signed-in', tokens });
       report(tokens);
       return tokens;
     },
