@@ -402,8 +402,29 @@ describe('account', () => {
     await expectAccessible(page, 'account');
     await screenshot(page, 'account', sessions);
 
+    // While the service is down, a sign-out fails: the device stays listed, and the page says why.
+    const sessionRoutes = (url: URL) => url.pathname.startsWith('/api/v1/auth/sessions');
+    await page.route(sessionRoutes, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          isSuccess: false,
+          statusCode: 503,
+          data: null,
+          errors: ['Service unavailable'],
+          timestamp: new Date().toISOString(),
+        }),
+      }),
+    );
+    await other.getByRole('button', { name: 'Sign out' }).click();
+    await sessions.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
+    expect(await items.count()).toBe(2);
+    await page.unroute(sessionRoutes);
+
     await other.getByRole('button', { name: 'Sign out' }).click();
     await sessions.getByRole('status').filter({ hasText: 'Signed out node.' }).waitFor();
+    expect(await sessions.getByRole('alert').count()).toBe(0);
     await expect.poll(() => items.count()).toBe(1);
     await expect
       .poll(() =>

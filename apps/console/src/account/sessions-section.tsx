@@ -42,9 +42,12 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
       setStatus(`Signed out ${deviceName(session.userAgent)}.`);
     } catch (failure) {
       if (sessionEnded(failure)) return;
-      // 404 or 409: that session had ended already, which is what was asked.
-      if (!isFailure(failure) || (failure.status !== 404 && failure.status !== 409))
+      // 404 or 409: that session had ended already, which is what was asked. Anything else left it
+      // active, so it stays listed.
+      if (!isFailure(failure) || (failure.status !== 404 && failure.status !== 409)) {
         setError(failureText(failure));
+        return;
+      }
     } finally {
       setBusy(false);
     }
