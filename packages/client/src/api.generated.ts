@@ -2533,11 +2533,11 @@ export interface paths {
                         gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
                         /** @description null clears it. */
                         availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
-                        /** @description At most 20 distinct entries of 1–40 characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. */
+                        /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. */
                         interests?: string[] | null;
-                        /** @description At most 100 characters. null or an empty string clears it. */
+                        /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. */
                         expertise?: string | null;
-                        /** @description At most 500 characters. null or an empty string clears it. */
+                        /** @description At most 500 characters; no control characters but tabs and line breaks. null or an empty string clears it. */
                         bio?: string | null;
                         /** @description Instagram handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
                         instagram?: string | null;

@@ -223,6 +223,28 @@ describe('PATCH /api/v1/users/me', () => {
     });
   });
 
+  it('refuses control characters (a NUL byte Postgres cannot store) with a 400, keeping line breaks in a bio', async () => {
+    const { accessToken } = await signIn(gateway.app, 'control@example.com');
+    const refused = await patch(accessToken, {
+      bio: 'a\u0000b',
+      expertise: 'bells\u0007',
+      interests: ['ok', 'x\u0000'],
+      profilePhoto: 'https://cdn.example.com/\u0000.png',
+    });
+    expect(refused.statusCode).toBe(400);
+    const details = (body(refused).errors as string[]).slice(1);
+    for (const field of ['bio', 'expertise', 'interests'])
+      expect(
+        details.some((detail) => detail.startsWith(field) && detail.includes('control characters')),
+        field,
+      ).toBe(true);
+    expect(details).toContain('profilePhoto must be an https:// URL');
+
+    const lines = await patch(accessToken, { bio: 'Line one\nLine two\r\n\tindented' });
+    expect(lines.statusCode).toBe(200);
+    expect(body(lines).data).toMatchObject({ bio: 'Line one\nLine two\r\n\tindented' });
+  });
+
   it('lets two concurrent claims of one username, whatever its case, have exactly one winner', async () => {
     const people = await Promise.all(
       ['race1@example.com', 'race2@example.com'].map((email) => signIn(gateway.app, email)),

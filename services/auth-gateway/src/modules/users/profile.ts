@@ -17,6 +17,8 @@ const PHOTO_URL_MAX = 2048;
 const TIME_ZONE_MAX = 64;
 
 const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+// Text of several lines (bio, expertise) keeps tabs and line breaks.
+const NO_CONTROL_CHARACTERS_BUT_LINES = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
 const USERNAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9._]*[A-Za-z0-9_]$';
 const HANDLE_PATTERN = `^@?[A-Za-z0-9._]{1,${HANDLE_MAX}}$`;
 // Named zones only: a UTC offset such as +03:00 is not an IANA name.
@@ -67,17 +69,19 @@ export const UserPatch = Type.Object(
     gender: Clearable(Type.Enum([...GENDERS]), 'null clears it.'),
     availabilityStatus: Clearable(Type.Enum([...AVAILABILITY_STATUSES]), 'null clears it.'),
     interests: Clearable(
-      Type.Array(Type.String({ minLength: 1, maxLength: INTEREST_MAX }), { maxItems: INTERESTS_MAX }),
-      `At most ${INTERESTS_MAX} distinct entries of 1–${INTEREST_MAX} characters, kept in order; duplicates ` +
+      Type.Array(Type.String({ minLength: 1, maxLength: INTEREST_MAX, pattern: NO_CONTROL_CHARACTERS }), {
+        maxItems: INTERESTS_MAX,
+      }),
+      `At most ${INTERESTS_MAX} distinct entries of 1–${INTEREST_MAX} characters, no control characters, kept in order; duplicates ` +
         '(ignoring case) collapse into the first. null or [] clears them.',
     ),
     expertise: Clearable(
-      Type.String({ maxLength: EXPERTISE_MAX }),
-      `At most ${EXPERTISE_MAX} characters. null or an empty string clears it.`,
+      Type.String({ maxLength: EXPERTISE_MAX, pattern: NO_CONTROL_CHARACTERS_BUT_LINES }),
+      `At most ${EXPERTISE_MAX} characters; no control characters but tabs and line breaks. null or an empty string clears it.`,
     ),
     bio: Clearable(
-      Type.String({ maxLength: BIO_MAX }),
-      `At most ${BIO_MAX} characters. null or an empty string clears it.`,
+      Type.String({ maxLength: BIO_MAX, pattern: NO_CONTROL_CHARACTERS_BUT_LINES }),
+      `At most ${BIO_MAX} characters; no control characters but tabs and line breaks. null or an empty string clears it.`,
     ),
     instagram: Handle('Instagram'),
     x: Handle('X'),
@@ -274,6 +278,7 @@ const reject = (detail: string): Parsed<never> => ({ ok: false, detail });
 const characters = (value: string) => [...value].length;
 // \p{Cc}: U+0000–U+001F and U+007F–U+009F, the same set as the schema pattern.
 const CONTROL_CHARACTER = /\p{Cc}/u;
+const CONTROL_CHARACTER_BUT_LINES = /[\p{Cc}--[\t\n\r]]/v;
 
 function nullableString(field: string, raw: unknown, check: (value: string) => Parsed<string | null>) {
   if (raw === null) return accept(null);
@@ -367,6 +372,7 @@ const parseInterests = (raw: unknown): Parsed<string[]> => {
     if (characters(value) < 1 || characters(value) > INTEREST_MAX) {
       return reject(`interests entries must be 1–${INTEREST_MAX} characters`);
     }
+    if (CONTROL_CHARACTER.test(value)) return reject('interests entries must not contain control characters');
     const key = value.toLowerCase();
     if (!byKey.has(key)) byKey.set(key, value);
   }
@@ -378,6 +384,8 @@ const parseInterests = (raw: unknown): Parsed<string[]> => {
 const freeText = (field: string, max: number) => (raw: unknown) =>
   nullableString(field, raw, (value) => {
     if (characters(value) > max) return reject(`${field} must be at most ${max} characters`);
+    if (CONTROL_CHARACTER_BUT_LINES.test(value))
+      return reject(`${field} must not contain control characters other than tabs and line breaks`);
     return accept(value === '' ? null : value);
   });
 
@@ -400,7 +408,13 @@ const parseProfilePhoto = (raw: unknown) =>
     }
     const url = URL.parse(value);
     // URL.parse would read https:///a.jpg as host a.jpg: the host must follow the slashes as written.
-    if (!/^https:\/\/[^/?#\s]/.test(value) || /\s/.test(value) || url === null || url.hostname === '') {
+    if (
+      !/^https:\/\/[^/?#\s]/.test(value) ||
+      /\s/.test(value) ||
+      CONTROL_CHARACTER.test(value) ||
+      url === null ||
+      url.hostname === ''
+    ) {
       return reject('profilePhoto must be an https:// URL');
     }
     return accept(value);
