@@ -24,6 +24,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
+import { createAccountDeletion } from '../src/modules/account-deletion/account-deletion.service.ts';
+import { createEmailQueue } from '../src/modules/email/email.queue.ts';
+import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
+import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
 import { bearer, body, GENEROUS_LIMITS, type Json, manualClock, post, signIn } from './helpers.ts';
 
@@ -493,6 +497,42 @@ describe('finalization', () => {
     expect(second.log).toContainEqual(
       expect.objectContaining({ msg: 'accounts deleted', userIds: [gus.user._id] }),
     );
+  });
+
+  it('leaves no working access token when a refresh sets the session key again before the sweep commits', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const ida = await signIn(app, 'ida@example.com');
+    expect((await requestDeletion(app, ida.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+
+    // The sweep, with the interleaving a refresh can cause: it rotated just before the sweep locked
+    // the session, found the key the sweep had just deleted gone, and set it again, all before the
+    // sweep's commit.
+    const store = createActiveSessionStore(app.redis);
+    let interleaved = false;
+    const sweep = createAccountDeletion({
+      db: app.db,
+      emails: createEmailQueue(app.mailQueue),
+      securityLog: createSecurityLog(app.db, app.log),
+      clock,
+      log: app.log,
+      grace: GRACE,
+      activeSessions: {
+        ...store,
+        async remove(sessionIds) {
+          await store.remove(sessionIds);
+          if (interleaved) return;
+          interleaved = true;
+          for (const id of sessionIds)
+            await store.markActive(id, new Date(clock.now().getTime() + 3_600_000), clock.now());
+        },
+      },
+    });
+
+    expect(await sweep.finalizeDue(10)).toEqual([ida.user._id]);
+    expect(interleaved).toBe(true);
+    expect((await me(app, ida.accessToken)).statusCode).toBe(401);
   });
 
   it('happens exactly once when several gateways sweep at the same time', async () => {

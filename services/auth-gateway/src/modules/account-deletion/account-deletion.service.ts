@@ -125,9 +125,9 @@ export function createAccountDeletion({
      */
     async finalizeDue(limit: number): Promise<string[]> {
       const now = clock.now();
-      const { userIds, ended } = await db.transaction().execute(async (trx) => {
+      const { userIds, ended, sessionIds } = await db.transaction().execute(async (trx) => {
         const ids = await repository.lockDueDeletions(trx, now, limit);
-        if (ids.length === 0) return { userIds: ids, ended: 0 };
+        if (ids.length === 0) return { userIds: ids, ended: 0, sessionIds: [] };
         await repository.eraseAccounts(trx, ids, now);
         const sessions = await repository.endSessionsOf(trx, ids, now);
         await repository.anonymizeSecurityEvents(trx, ids);
@@ -137,13 +137,15 @@ export function createAccountDeletion({
         // finds the session ended once this commits.
         // Every session's key, not only those ended now: a delete that failed before is repaired.
         await activeSessions.remove(sessions.sessionIds);
-        return { userIds: ids, ended: sessions.ended };
+        return { userIds: ids, ended: sessions.ended, sessionIds: sessions.sessionIds };
       });
-      if (userIds.length > 0) {
-        accountDeletions.add(userIds.length, { transition: 'finalized' });
-        sessionsEnded.add(ended, { reason: 'account_deleted' });
-        log.info({ userIds }, 'accounts deleted');
-      }
+      if (userIds.length === 0) return userIds;
+      accountDeletions.add(userIds.length, { transition: 'finalized' });
+      sessionsEnded.add(ended, { reason: 'account_deleted' });
+      log.info({ userIds }, 'accounts deleted');
+      // And after the commit, as every revocation does: a refresh that rotated just before the sweep
+      // and found the key gone set it again, then read the session before this commit (still open).
+      await activeSessions.remove(sessionIds);
       return userIds;
     },
   };
