@@ -21,7 +21,7 @@ export interface RetryReport {
   retried: number;
   /** Not retried: the code has expired, so the email would carry a dead code. */
   skippedExpired: number;
-  /** Not retried: the code was redacted when the job failed for good, so there is nothing to send. */
+  /** Not retried: its code or address was redacted when the job failed for good, so it cannot be sent. */
   skippedRedacted: number;
 }
 
@@ -56,14 +56,16 @@ export async function queueStatus(queue: EmailQueue, now: Date): Promise<QueueSt
   };
 }
 
-/** Moves failed jobs back to waiting: all of them, or only `id`. Refuses expired and redacted codes. */
+/** Moves failed jobs back to waiting: all of them, or only `id`. Refuses expired codes and redacted jobs. */
 export async function retryFailed(queue: EmailQueue, now: Date, id?: string): Promise<RetryReport> {
   const report: RetryReport = { retried: 0, skippedExpired: 0, skippedRedacted: 0 };
   const retry = async (job: Job<SendOtpJobData>) => {
     // Only a code email expires or is redacted; the worker itself skips an outdated account notice.
     const code = job.name === SEND_OTP_JOB;
+    const to = job.data?.to;
     if (code && !(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
     else if (code && job.data?.sealedCode === REDACTED_CODE) report.skippedRedacted += 1;
+    else if (typeof to === 'string' && maskEmail(to) === to) report.skippedRedacted += 1;
     else {
       // A new delivery with the job's whole retry policy, as if just queued.
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });

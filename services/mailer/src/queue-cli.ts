@@ -100,7 +100,7 @@ function formatRetry({ retried, skippedExpired, skippedRedacted }: RetryReport):
   return [
     `retried: ${retried}`,
     `skipped, code expired: ${skippedExpired}`,
-    `skipped, code redacted: ${skippedRedacted}`,
+    `skipped, redacted: ${skippedRedacted}`,
   ].join('\n');
 }
 

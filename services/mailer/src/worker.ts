@@ -83,11 +83,24 @@ const send = <N extends EmailJobName>(
   keys: MailJobKeys,
 ) => SENDERS[name](data, transport, now, keys);
 
-/** Whether a failed send-otp job still holds its sealed code. */
-const holdsCode = (job: Job) =>
-  job.name === SEND_OTP_JOB &&
-  typeof job.data?.sealedCode === 'string' &&
-  job.data.sealedCode !== REDACTED_CODE;
+/**
+ * A failed job's data without what it no longer needs: the sealed code of a code email and, as it can
+ * no longer be sent, the full address of any email. Undefined when there is nothing left to redact.
+ */
+function redacted(job: Job<EmailJobData>): EmailJobData | undefined {
+  const data = job.data as EmailJobData | null | undefined;
+  if (typeof data !== 'object' || data === null) return undefined;
+  const { to, sealedCode } = data as { to?: unknown; sealedCode?: unknown };
+  const holdsCode =
+    job.name === SEND_OTP_JOB && typeof sealedCode === 'string' && sealedCode !== REDACTED_CODE;
+  const holdsAddress = typeof to === 'string' && maskEmail(to) !== to;
+  if (!holdsCode && !holdsAddress) return undefined;
+  return {
+    ...data,
+    ...(holdsAddress && { to: maskEmail(to) }),
+    ...(holdsCode && { sealedCode: REDACTED_CODE }),
+  } as EmailJobData;
+}
 
 /**
  * Whether a failed attempt was the job's last: a permanent failure (expiry included), the attempts
@@ -185,12 +198,11 @@ export function createMailWorker({
     // Kept for inspection, the job must not keep a usable code, nor (as it can no longer be sent) the
     // full address; this also covers a job BullMQ fails after it stalled too often, which the
     // processor never sees.
-    if (final && holdsCode(job))
-      job
-        .updateData({ ...job.data, sealedCode: REDACTED_CODE, to: maskEmail(job.data.to) })
-        .catch((err: unknown) => {
-          logger.error({ err, jobId: job.id }, 'could not redact the code of a failed job');
-        });
+    const data = final ? redacted(job) : undefined;
+    if (data)
+      job.updateData(data).catch((err: unknown) => {
+        logger.error({ err, jobId: job.id }, 'could not redact a failed job');
+      });
   });
   worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
 

@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
+  DELETION_SCHEDULED_JOB,
+  type DeletionScheduledJobData,
   EMAIL_QUEUE,
   parseMailJobKeys,
   REDACTED_CODE,
@@ -62,6 +64,9 @@ const failing: Array<[number, SendOtpJobData]> = [
   [3, otpJob('carol@example.com', '6148', minutesFromNow(-1))],
   [4, { to: 'dave@example.com', sealedCode: REDACTED_CODE, expiresAt: minutesFromNow(5) }],
 ];
+/** An account notice that failed for good: the mailer masked its address, so it cannot be sent again. */
+const NOTICE_ID = 'deletion-scheduled-masked';
+const maskedNotice: DeletionScheduledJobData = { to: 'h***@example.com', scheduledFor: minutesFromNow(60) };
 const pending: Array<[number, SendOtpJobData]> = [
   [5, otpJob('erin@example.com', '7253', minutesFromNow(5))],
   [6, otpJob('frank@example.com', '8364', minutesFromNow(5))],
@@ -76,6 +81,16 @@ beforeAll(async () => {
   });
   for (const [n, data] of failing)
     await queue.add(SEND_OTP_JOB, data, { jobId: jobId(n), attempts: 1, removeOnFail: false });
+  const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
+    connection: { url: redis.url },
+    prefix: redis.bullmqPrefix,
+  });
+  await notices.add(DELETION_SCHEDULED_JOB, maskedNotice, {
+    jobId: NOTICE_ID,
+    attempts: 1,
+    removeOnFail: false,
+  });
+  await notices.close();
   // A worker that fails jobs for good without touching their data, as when BullMQ gives up on a job
   // that stalled too often (the mailer's own final failures redact the code; retry-failed skips those).
   const rejecting = new Worker(
@@ -85,7 +100,7 @@ beforeAll(async () => {
     },
     { connection: { url: redis.url }, prefix: redis.bullmqPrefix },
   );
-  for (let i = 0; i < 200 && (await queue.getFailedCount()) < failing.length; i++)
+  for (let i = 0; i < 200 && (await queue.getFailedCount()) < failing.length + 1; i++)
     await new Promise((resolve) => setTimeout(resolve, 25));
   await rejecting.close();
 
@@ -107,10 +122,10 @@ describe('queue:status', () => {
     expect(stdout).toMatch(/^ {2}waiting +3$/m);
     expect(stdout).toMatch(/^ {2}active +0$/m);
     expect(stdout).toMatch(/^ {2}delayed +1$/m);
-    expect(stdout).toMatch(/^ {2}failed +4$/m);
+    expect(stdout).toMatch(/^ {2}failed +5$/m);
     expect(stdout).toMatch(/^ {2}completed +0$/m);
     expect(stdout).toMatch(/^oldest waiting job: (8\d|9\d) s$/m);
-    expect(stdout).toContain('last 4 failures:');
+    expect(stdout).toContain('last 5 failures:');
     expect(stdout).toMatch(
       /^ {2}otp-0{8}-0000-4000-8000-0{11}1 {2}attempts 1 {2}\S+Z {2}a\*\*\*@example\.com {2}SMTP rejected the message permanently \(550\)$/m,
     );
@@ -122,9 +137,9 @@ describe('queue:status', () => {
     const { code, stdout } = await cli(['status', '--json']);
     expect(code).toBe(0);
     const status = JSON.parse(stdout);
-    expect(status.counts).toEqual({ waiting: 3, active: 0, delayed: 1, failed: 4, completed: 0 });
+    expect(status.counts).toEqual({ waiting: 3, active: 0, delayed: 1, failed: 5, completed: 0 });
     expect(status.oldestWaitingSeconds).toBeGreaterThanOrEqual(89);
-    expect(status.lastFailures).toHaveLength(4);
+    expect(status.lastFailures).toHaveLength(5);
     expect(status.lastFailures).toContainEqual({
       id: jobId(3),
       attemptsMade: 1,
@@ -140,14 +155,15 @@ describe('queue:retry-failed', () => {
   it('retries one failed job by id', async () => {
     const { code, stdout } = await cli(['retry-failed', '--id', jobId(1)]);
     expect(code).toBe(0);
-    expect(stdout).toBe('retried: 1\nskipped, code expired: 0\nskipped, code redacted: 0\n');
+    expect(stdout).toBe('retried: 1\nskipped, code expired: 0\nskipped, redacted: 0\n');
     expect(await queue.getJobState(jobId(1))).toBe('waiting');
   });
 
-  it('retries the other failed jobs, refusing expired and redacted codes', async () => {
+  it('retries the other failed jobs, refusing expired codes and redacted jobs', async () => {
     const { code, stdout } = await cli(['retry-failed']);
     expect(code).toBe(0);
-    expect(stdout).toBe('retried: 1\nskipped, code expired: 1\nskipped, code redacted: 1\n');
+    expect(stdout).toBe('retried: 1\nskipped, code expired: 1\nskipped, redacted: 2\n');
+    expect(await queue.getJobState(NOTICE_ID)).toBe('failed');
     expect(await queue.getJobState(jobId(2))).toBe('waiting');
     // A retried job gets its whole retry policy again.
     expect((await queue.getJob(jobId(2)))?.attemptsMade).toBe(0);

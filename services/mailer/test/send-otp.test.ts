@@ -1,4 +1,7 @@
 import {
+  DELETION_SCHEDULED_JOB,
+  type DeletionScheduledJobData,
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   REDACTED_CODE,
   SEND_OTP_JOB,
@@ -155,12 +158,12 @@ function settled(jobId: string, timeoutMs = 10_000): Promise<Outcome> {
 
 const mailsTo = (address: string) => sink.messages.filter((mail) => mail.to.includes(address));
 
-/** Waits until the retained job's code has been replaced (the worker redacts it asynchronously). */
+/** Waits until the retained job's address has been masked, with its code if it had one (the worker redacts both at once, asynchronously). */
 async function redactedJob(jobId: string, timeoutMs = 5_000): Promise<Job<SendOtpJobData>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await queue.getJob(jobId);
-    if (job?.data.sealedCode === REDACTED_CODE || Date.now() > deadline) {
+    if (job?.data.to.includes('***@') || Date.now() > deadline) {
       if (!job) throw new Error(`job ${jobId} is not retained`);
       return job;
     }
@@ -362,6 +365,27 @@ describe('send-otp jobs', () => {
     });
     expect(retained.failedReason).toBe('SMTP rejected the message permanently (550)');
     expect(mentionsCode(await everythingStoredInRedis(), '8364')).toBe(false);
+  });
+
+  it('masks the address of an account notice that failed for good', async () => {
+    sink.failNext(1, 550);
+    const jobId = 'deletion-scheduled-00000000-0000-4000-8000-000000000099-0';
+    const outcome = settled(jobId);
+    const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
+      connection: { url: redis.url },
+      prefix: redis.bullmqPrefix,
+    });
+    await notices.add(
+      DELETION_SCHEDULED_JOB,
+      { to: 'gina@example.com', scheduledFor: inMinutes(60) },
+      { ...EMAIL_JOB_OPTIONS, jobId },
+    );
+    await notices.close();
+
+    expect((await outcome).state).toBe('failed');
+    expect(mailsTo('gina@example.com')).toEqual([]);
+    expect((await redactedJob(jobId)).data).toMatchObject({ to: 'g***@example.com' });
+    expect(await everythingStoredInRedis()).not.toContain('gina@');
   });
 
   it('fails a job with malformed data at once, without sending', async () => {
