@@ -128,6 +128,28 @@ describe('POST /api/v1/auth/logout', () => {
     expect((await list(bystander.accessToken)).statusCode).toBe(200);
     expect((await gateway.app.inject({ method: 'POST', url: LOGOUT, payload: {} })).statusCode).toBe(401);
   });
+
+  it('counts only the sessions that were active: an expired one was not revoked', async () => {
+    const ownClock = manualClock();
+    const own = await startGateway({ REFRESH_TOKEN_TTL: '600' }, { clock: ownClock });
+    try {
+      await signIn(own.app, 'gil@example.com');
+      ownClock.advance(601);
+      const current = await signIn(own.app, 'gil@example.com');
+
+      const response = await post(own.app, LOGOUT, {}, bearer(current.accessToken));
+
+      expect(body(response).data).toEqual({ revokedSessions: 1 });
+      const ended = await own.app.db
+        .selectFrom('sessions')
+        .select('endReason')
+        .where('endReason', '=', 'logout')
+        .execute();
+      expect(ended).toHaveLength(1);
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 describe('GET /api/v1/auth/sessions', () => {

@@ -358,6 +358,7 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
       .set({ endedAt: $.now, endReason: reason })
       .where('userId', '=', $.userId)
       .where('endedAt', 'is', null)
+      .where('expiresAt', '>', $.now)
       .returning('id'),
   );
   const recorded = () =>
@@ -389,7 +390,7 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
 });
 
 /**
- * Ends every open session of a user and records the `logout` event with their number, in one
+ * Ends every active session of a user (open, not expired) and records the `logout` event with their number, in one
  * statement. Answers how many it ended and the ids of all the user's unexpired sessions, ended now
  * or before, whose Redis keys must go (a retry repairs a failed delete).
  */
