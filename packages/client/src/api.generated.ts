@@ -104,23 +104,6 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
                 /** @description Internal server error */
                 500: {
                     headers: {
@@ -255,23 +238,6 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
                 /** @description Internal server error */
                 500: {
                     headers: {
@@ -292,6 +258,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -420,6 +388,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -595,6 +565,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -629,6 +601,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -706,9 +680,9 @@ export interface paths {
                          *       "isSuccess": true,
                          *       "statusCode": 200,
                          *       "data": {
-                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
                          *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                         *         "expiresIn": 900,
+                         *         "expiresIn": 3600,
                          *         "refreshExpiresIn": 2592000,
                          *         "user": {
                          *           "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
@@ -772,9 +746,9 @@ export interface paths {
                             statusCode: number;
                             /**
                              * @example {
-                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
+                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
                              *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                             *       "expiresIn": 900,
+                             *       "expiresIn": 3600,
                              *       "refreshExpiresIn": 2592000,
                              *       "user": {
                              *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
@@ -983,6 +957,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1017,6 +993,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1080,9 +1058,9 @@ export interface paths {
                          *       "isSuccess": true,
                          *       "statusCode": 200,
                          *       "data": {
-                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
-                         *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                         *         "expiresIn": 900,
+                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyOTIwMCwiZXhwIjoxNzk1NDMyODAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                         *         "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
+                         *         "expiresIn": 3600,
                          *         "refreshExpiresIn": 2592000
                          *       },
                          *       "errors": [],
@@ -1095,9 +1073,9 @@ export interface paths {
                             statusCode: number;
                             /**
                              * @example {
-                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl",
-                             *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                             *       "expiresIn": 900,
+                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyOTIwMCwiZXhwIjoxNzk1NDMyODAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                             *       "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
+                             *       "expiresIn": 3600,
                              *       "refreshExpiresIn": 2592000
                              *     }
                              */
@@ -1188,6 +1166,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1222,6 +1202,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1435,6 +1417,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1469,6 +1453,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1616,6 +1602,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1650,6 +1638,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1682,9 +1672,9 @@ export interface paths {
         /** The user's active sessions, newest first */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    limit: number;
+                query?: {
+                    page?: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -1875,6 +1865,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1909,6 +1901,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2099,6 +2093,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2133,6 +2129,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2416,6 +2414,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2450,6 +2450,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2511,9 +2513,7 @@ export interface paths {
                      *       "privacyPolicyAccepted": true,
                      *       "privacyPolicyVersion": "1.0.0",
                      *       "termsOfUseAccepted": true,
-                     *       "termsOfUseVersion": "1.0.0",
-                     *       "consentFormAccepted": true,
-                     *       "consentFormVersion": "1.0.0"
+                     *       "termsOfUseVersion": "1.0.0"
                      *     }
                      */
                     "application/json": {
@@ -2837,6 +2837,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2871,6 +2873,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3039,6 +3043,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3073,6 +3079,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3107,9 +3115,9 @@ export interface paths {
         /** The caller's own security events, newest first */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    limit: number;
+                query?: {
+                    page?: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -3278,6 +3286,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3312,6 +3322,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3620,6 +3632,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3654,6 +3668,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3945,6 +3961,8 @@ export interface paths {
                 /** @description Too many requests */
                 429: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3979,6 +3997,8 @@ export interface paths {
                 /** @description Service unavailable */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before trying again */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {

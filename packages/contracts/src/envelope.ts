@@ -36,10 +36,24 @@ export const ErrorEnvelope = Type.Object(
 );
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
 
+/** The header that tells a client when to try again, on every 429 and 503 (`headers` is @fastify/swagger's). */
+const RETRY_AFTER = {
+  headers: {
+    'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again' },
+  },
+};
+
 /** Route response schemas for the error statuses a route can answer, each described by its canonical message. */
 export const errorResponses = (...statuses: ErrorStatus[]): Record<number, typeof ErrorEnvelope> =>
   Object.fromEntries(
-    statuses.map((status) => [status, { ...ErrorEnvelope, description: STATUS_MESSAGES[status] }]),
+    statuses.map((status) => [
+      status,
+      {
+        ...ErrorEnvelope,
+        description: STATUS_MESSAGES[status],
+        ...((status === 429 || status === 503) && RETRY_AFTER),
+      },
+    ]),
   );
 
 export function success<T>(data: T, now: Date, statusCode = 200) {

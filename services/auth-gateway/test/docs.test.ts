@@ -92,6 +92,8 @@ describe('GET /docs/json', () => {
       'query:limit',
       'query:page',
     ]);
+    // Both have defaults: a client may leave them out, as the API does.
+    expect(list.parameters.map((p: { required?: boolean }) => p.required ?? false)).toEqual([false, false]);
     const verify =
       document.paths['/api/v1/auth/verify-otp-email'].post.requestBody.content['application/json'];
     expect(verify.example).toMatchObject({ email: 'alice@example.com', code: '0421' });
@@ -99,6 +101,50 @@ describe('GET /docs/json', () => {
       document.paths['/api/v1/users/me/security-events'].get.responses['200'].content['application/json']
         .schema.properties.data.properties.list.items.properties.type;
     expect(events.enum).toEqual(expect.arrayContaining(['sign_in', 'refresh_reuse', 'deletion_requested']));
+  });
+});
+
+describe('what a client or its generator reads', () => {
+  const operations = () =>
+    Object.entries(document.paths).flatMap(([path, byMethod]) =>
+      Object.entries(byMethod as Record<string, Json>).map(([method, operation]) => ({
+        route: `${method.toUpperCase()} ${path}`,
+        operation,
+      })),
+    );
+
+  it('groups every operation under a tag the document describes', () => {
+    const described = (document.tags as { name: string }[]).map((tag) => tag.name);
+    for (const { route, operation } of operations()) {
+      expect(operation.tags, route).toHaveLength(1);
+      expect(described, route).toContain(operation.tags[0]);
+    }
+  });
+
+  it('declares Retry-After on every 429 and 503, and no 429 on the health probes, which are never limited', () => {
+    for (const { route, operation } of operations())
+      for (const status of ['429', '503'])
+        if (operation.responses[status])
+          expect(
+            operation.responses[status].headers?.['Retry-After']?.schema,
+            `${route} ${status}`,
+          ).toMatchObject({
+            type: 'integer',
+          });
+    expect(document.paths['/health/live'].get.responses['429']).toBeUndefined();
+    expect(document.paths['/health/ready'].get.responses['429']).toBeUndefined();
+    expect(document.paths['/api/v1/auth/send-otp-email'].post.responses['429']).toBeDefined();
+  });
+
+  it('shows a refresh handing back a new pair, not the one it was given', () => {
+    const refresh = document.paths['/api/v1/auth/refresh-token'].post;
+    const sent = refresh.requestBody.content['application/json'];
+    const answered = refresh.responses['200'].content['application/json'];
+    const sentToken = (sent.example ?? sent.schema.examples[0]).refreshToken;
+    const answer =
+      answered.example ?? answered.schema.examples?.[0] ?? answered.schema.properties.data.examples[0];
+    expect(sentToken).toEqual(expect.any(String));
+    expect(JSON.stringify(answer)).not.toContain(sentToken);
   });
 });
 

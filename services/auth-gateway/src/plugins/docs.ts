@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { FastifySchema } from 'fastify';
 import fp from 'fastify-plugin';
 
 const PREFIX = '/docs';
@@ -28,9 +29,24 @@ export interface DocsOptions {
  * The OpenAPI 3.1 document, built from the same schemas that validate and serialize the routes, at
  * `GET /docs/json`, and the Swagger UI console over it at `/docs`. Registered before any route.
  */
+/**
+ * A query parameter with a default may be left out (`page`, `limit`): the document says it is not
+ * required, while the route's schema keeps it required so that handlers get the default filled in.
+ */
+function optionalDefaults({ schema, url }: { schema: FastifySchema; url: string }) {
+  const query = schema?.querystring as
+    | { required?: string[]; properties?: Record<string, object> }
+    | undefined;
+  if (!query?.required || !query.properties) return { schema, url };
+  const properties = query.properties;
+  const required = query.required.filter((name) => !(properties[name] && 'default' in properties[name]));
+  return { schema: { ...schema, querystring: { ...query, required } }, url };
+}
+
 export default fp<DocsOptions>(
   async function docs(app, { serve, version }) {
     await app.register(swagger, {
+      transform: optionalDefaults,
       openapi: {
         openapi: '3.1.0',
         info: {
@@ -41,6 +57,14 @@ export default fp<DocsOptions>(
             'token, sessions, the profile and the account. Every response is the envelope ' +
             '`{ isSuccess, statusCode, data, errors, timestamp }`; every list is `{ list, pagination }`.',
         },
+        tags: [
+          { name: 'auth', description: 'Sign-in by emailed code, tokens, sessions and sign-out' },
+          {
+            name: 'users',
+            description: "The caller's profile, registration, account deletion and security events",
+          },
+          { name: 'operations', description: 'Health probes (also on the operations port)' },
+        ],
         components: {
           securitySchemes: {
             // The console's Authorize field takes the access token alone, without "Bearer ".

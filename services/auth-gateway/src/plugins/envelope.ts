@@ -40,7 +40,11 @@ export default fp<{ clock: Clock }>(
           ? enveloped(schema, Number(status))
           : schema,
       ]);
-      const common = errorResponses(400, 413, 415, 429, 500);
+      // Health probes are never rate-limited (rate-limit.ts), so they document no 429.
+      const common =
+        route.config?.rateLimit === false
+          ? errorResponses(400, 413, 415, 500)
+          : errorResponses(400, 413, 415, 429, 500);
       // A new schema object: the module's own is shared by every app built in the process.
       route.schema = { ...route.schema, response: { ...common, ...Object.fromEntries(wrapped) } };
     });

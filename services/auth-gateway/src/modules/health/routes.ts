@@ -9,12 +9,14 @@ const CHECK_TIMEOUT_MS = 1000;
 /** Liveness and readiness for load balancers and orchestrators; never rate-limited. */
 const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = async (app, { checks }) => {
   const config = { rateLimit: false } as const;
+  const tags = ['operations'];
 
   app.get(
     '/health/live',
     {
       config,
       schema: {
+        tags,
         response: { 200: Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] }) },
       },
     },
@@ -26,6 +28,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
     {
       config,
       schema: {
+        tags,
         response: {
           200: Type.Object(
             { postgres: Type.Literal('up'), redis: Type.Literal('up') },

@@ -1,6 +1,6 @@
 import { errorResponses as Errors, Paginated, PaginationQuery } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
-import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
+import { RotatedTokenPair, TOKEN_PAIR_EXAMPLE } from '../tokens/schemas.ts';
 import type { EndedSession } from './end.ts';
 import type { SessionRow } from './sessions.repository.ts';
 
@@ -10,6 +10,7 @@ const RefreshTokenBody = Type.Object(
 );
 const Nullable = Type.Union([Type.String(), Type.Null()]);
 const bearer = [{ bearerAuth: [] }];
+const tags = ['auth'];
 
 const Revoked = Type.Object(
   { _id: Type.String(), revokedAt: Type.String({ format: 'date-time' }) },
@@ -27,12 +28,14 @@ const Session = Type.Object({
 });
 
 export const refreshTokenSchema = {
+  tags,
   summary: 'Exchange a refresh token for a new token pair (the presented one stops working)',
   body: RefreshTokenBody,
-  response: { 200: TokenPair, ...Errors(400, 401, 503) },
+  response: { 200: RotatedTokenPair, ...Errors(400, 401, 503) },
 };
 
 export const revokeTokenSchema = {
+  tags,
   summary: 'End the session a refresh token belongs to',
   security: bearer,
   body: RefreshTokenBody,
@@ -40,6 +43,7 @@ export const revokeTokenSchema = {
 };
 
 export const logoutSchema = {
+  tags,
   summary: 'End every session of the user',
   security: bearer,
   response: {
@@ -49,6 +53,7 @@ export const logoutSchema = {
 };
 
 export const listSessionsSchema = {
+  tags,
   summary: "The user's active sessions, newest first",
   security: bearer,
   querystring: PaginationQuery,
@@ -92,6 +97,7 @@ export const listSessionsSchema = {
 };
 
 export const endSessionSchema = {
+  tags,
   summary: 'End one of the user\'s sessions ("sign out that device")',
   security: bearer,
   params: Type.Object({ id: Type.String({ maxLength: 64 }) }),

@@ -1,11 +1,20 @@
 import { type Static, Type } from 'typebox';
 
-/** What sign-in and refresh hand a client: the access token and the next refresh token. */
+/** What sign-in hands a client (default lifetimes, issuer and audience): the access token and a refresh token. */
 export const TOKEN_PAIR_EXAMPLE = {
   accessToken:
-    'eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI2NzkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYS1jbGllbnRzIn0.c2lnbmF0dXJl',
+    'eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl',
   refreshToken: 'Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts',
-  expiresIn: 900,
+  expiresIn: 3600,
+  refreshExpiresIn: 2_592_000,
+};
+
+/** What refreshing that pair hands back: both tokens new, the session the same. */
+export const ROTATED_PAIR_EXAMPLE = {
+  accessToken:
+    'eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyOTIwMCwiZXhwIjoxNzk1NDMyODAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl',
+  refreshToken: 'InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ',
+  expiresIn: 3600,
   refreshExpiresIn: 2_592_000,
 };
 
@@ -16,6 +25,7 @@ const tokenPairProperties = {
   refreshExpiresIn: Type.Integer({ description: 'Seconds until the refresh token expires' }),
 };
 export const TokenPair = Type.Object(tokenPairProperties, { examples: [TOKEN_PAIR_EXAMPLE] });
+export const RotatedTokenPair = Type.Object(tokenPairProperties, { examples: [ROTATED_PAIR_EXAMPLE] });
 export type TokenPair = Static<typeof TokenPair>;
 
 const Jwk = Type.Object({
@@ -29,6 +39,7 @@ const Jwk = Type.Object({
 });
 
 export const jwksSchema = {
+  tags: ['auth'],
   summary: 'The public keys that verify access tokens (a standard JWK Set, not enveloped)',
   response: {
     200: Type.Object(

@@ -172,8 +172,6 @@ export const UserPatch = Type.Object(
         privacyPolicyVersion: '1.0.0',
         termsOfUseAccepted: true,
         termsOfUseVersion: '1.0.0',
-        consentFormAccepted: true,
-        consentFormVersion: '1.0.0',
       },
     ],
   },
