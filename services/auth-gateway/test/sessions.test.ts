@@ -371,6 +371,21 @@ describe('a session whose Redis key was lost (Redis lost its data)', () => {
 });
 
 describe('authenticating a request', () => {
+  it('takes the Bearer scheme in any case, and refuses any other scheme or shape with 401', async () => {
+    const { accessToken } = await signIn(gateway.app, 'case@example.com');
+    const withHeader = (authorization: string) =>
+      gateway.app.inject({ method: 'GET', url: SESSIONS, headers: { authorization } });
+    for (const scheme of ['Bearer', 'bearer', 'BEARER'])
+      expect((await withHeader(`${scheme} ${accessToken}`)).statusCode, scheme).toBe(200);
+    for (const header of [
+      `Basic ${accessToken}`,
+      `Bearer  ${accessToken}`,
+      accessToken,
+      `Bearer ${accessToken}.x`,
+    ])
+      expect((await withHeader(header)).statusCode, header.slice(0, 12)).toBe(401);
+  });
+
   it('costs one Redis command besides the rate limit, and no Postgres query', async () => {
     const probe = await startGateway();
     try {

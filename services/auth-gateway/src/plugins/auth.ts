@@ -22,7 +22,8 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/;
+// The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer` too.
+const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
 
 /**
  * The `authenticate` hook: reads the bearer token and asks `verify` (the token's signature and
