@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import http, { type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { failure, success } from '@tessera/contracts';
+import { failure, STATUS_MESSAGES, success } from '@tessera/contracts';
 import { serveMetrics } from './metrics.ts';
 
 /** `promise`, or a rejection once `ms` have passed: a probe or a scrape must not hang on a dependency. */
@@ -57,7 +57,9 @@ export async function startOperationsServer({
   const server = http.createServer((request, response) => {
     const path = request.url?.split('?')[0];
     if (request.method !== 'GET') {
-      reply(response, failure(405, [`Method ${request.method} not allowed`], now()), { allow: 'GET' });
+      reply(response, failure(405, [STATUS_MESSAGES[405], `Use GET, not ${request.method}`], now()), {
+        allow: 'GET',
+      });
     } else if (path === '/metrics') {
       serveMetrics(request, response);
     } else if (path === '/health/live') {
@@ -72,7 +74,7 @@ export async function startOperationsServer({
         ),
       );
     } else {
-      reply(response, failure(404, [`No route ${request.method} ${path}`], now()));
+      reply(response, failure(404, [STATUS_MESSAGES[404], `No route ${request.method} ${path}`], now()));
     }
   });
   server.listen(port, host);

@@ -101,6 +101,15 @@ describe('every response is the envelope', () => {
     expectErrorEnvelope(body(response), 400, 'Validation failed');
   });
 
+  it('envelopes a path segment too long to route as a 414, with its own message', async () => {
+    const response = await gateway.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/auth/sessions/${'a'.repeat(101)}`,
+    });
+    expect(response.statusCode).toBe(414);
+    expectErrorEnvelope(body(response), 414, 'URI too long');
+  });
+
   it('envelopes a request too broken to parse, straight from the socket', async () => {
     await gateway.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = gateway.app.server.address() as AddressInfo;

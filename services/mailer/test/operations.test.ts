@@ -136,10 +136,15 @@ describe('health', () => {
     });
   });
 
-  it('answers unknown paths with an enveloped 404', async () => {
+  it('answers unknown paths with an enveloped 404, its canonical message first', async () => {
     const missing = await get('/nope');
     expect(missing).toMatchObject({ status: 404, type: 'application/json; charset=utf-8' });
-    expect(JSON.parse(missing.body)).toMatchObject({ isSuccess: false, statusCode: 404, data: null });
+    expect(JSON.parse(missing.body)).toMatchObject({
+      isSuccess: false,
+      statusCode: 404,
+      data: null,
+      errors: ['Resource not found', 'No route GET /nope'],
+    });
   });
 
   it('is not ready while Redis does not answer', async () => {
