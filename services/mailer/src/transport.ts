@@ -95,9 +95,11 @@ function outboxTransport(config: MailerConfig): MailTransport {
     async send(email) {
       const info = await outbox.sendMail({ from: config.smtp.from, ...email });
       await fs.mkdir(config.smtp.outboxDir, { recursive: true, mode: 0o700 });
+      // An address may hold characters a file name cannot (a/b@example.com is valid): they become _.
+      const name = email.to.replaceAll(/[^\w@.+-]/g, '_');
       const file = path.join(
         config.smtp.outboxDir,
-        `${new Date().toISOString().replaceAll(':', '-')}-${email.to}.eml`,
+        `${new Date().toISOString().replaceAll(':', '-')}-${name}.eml`,
       );
       await fs.writeFile(file, info.message as Buffer, { mode: 0o600 });
     },

@@ -1,0 +1,32 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+import { createTransport } from './transport.ts';
+
+const outboxes: string[] = [];
+afterEach(async () => {
+  for (const dir of outboxes.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+it('writes development mail to the outbox, also for an address that holds a slash', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-outbox-'));
+  outboxes.push(dir);
+  const transport = createTransport(loadConfig({ APP_ENV: 'development', MAIL_OUTBOX_DIR: dir }));
+  try {
+    await transport.send({
+      to: 'a/b@example.com',
+      subject: '1234 is your sign-in code',
+      text: 'Hello',
+      html: '<p>Hello</p>',
+    });
+  } finally {
+    transport.close();
+  }
+
+  const [file, ...others] = await readdir(dir);
+  expect(others).toEqual([]);
+  expect(file).toMatch(/-a_b@example\.com\.eml$/);
+  expect(await readFile(path.join(dir, file ?? ''), 'utf8')).toContain('To: a/b@example.com');
+});
