@@ -2549,7 +2549,7 @@ export interface paths {
                         snapchat?: string | null;
                         /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
                         facebook?: string | null;
-                        /** @description An https:// URL of at most 2048 characters. null clears it. */
+                        /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. */
                         profilePhoto?: string | null;
                         /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. */
                         timezone?: string | null;

@@ -604,6 +604,8 @@ describe('profilePhoto', () => {
     'javascript:alert(1)',
     'HTTPS://cdn.example.com/a.jpg',
     'https://cdn.example.com/my photo.jpg',
+    'https://user:secret@cdn.example.com/a.jpg',
+    'https://token@cdn.example.com/a.jpg',
   ])('rejects %j', (profilePhoto) => {
     expect(plan({ profilePhoto })).toEqual(invalid('profilePhoto must be an https:// URL'));
   });

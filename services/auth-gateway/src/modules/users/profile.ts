@@ -90,7 +90,7 @@ export const UserPatch = Type.Object(
     facebook: Handle('Facebook'),
     profilePhoto: Clearable(
       Type.String({ format: 'uri', pattern: '^https://', maxLength: PHOTO_URL_MAX }),
-      `An https:// URL of at most ${PHOTO_URL_MAX} characters. null clears it.`,
+      `An https:// URL of at most ${PHOTO_URL_MAX} characters, without credentials (user:password@). null clears it.`,
     ),
     timezone: Clearable(
       Type.String({ minLength: 1, maxLength: TIME_ZONE_MAX, pattern: TIME_ZONE_PATTERN }),
@@ -411,7 +411,10 @@ const parseProfilePhoto = (raw: unknown) =>
       /\s/.test(value) ||
       CONTROL_CHARACTER.test(value) ||
       url === null ||
-      url.hostname === ''
+      url.hostname === '' ||
+      // Credentials in a URL that every viewer of the profile is shown would leak.
+      url.username !== '' ||
+      url.password !== ''
     ) {
       return reject('profilePhoto must be an https:// URL');
     }
