@@ -2,8 +2,6 @@ import { asTokenSet, type TokenSet } from './storage.ts';
 
 /** What one client tells the others with the same base URL and storage key (other tabs, workers). */
 export type TabMessage =
-  /** A sign-in stored `tokens`: a client sharing that storage reports it. */
-  | { type: 'signed-in'; tokens: TokenSet }
   /** The refresh token `from` was rotated into `tokens`: a client still holding `from` adopts them. */
   | { type: 'refreshed'; from: string; tokens: TokenSet }
   /** The session of `refreshToken` ended (sign-out, or a refresh answered 401). */
@@ -79,7 +77,6 @@ function isTabMessage(value: unknown): value is TabMessage {
   if (typeof value !== 'object' || value === null) return false;
   const message = value as Record<string, unknown>;
   if (message.type === 'signed-out') return typeof message.refreshToken === 'string';
-  if (message.type === 'signed-in') return asTokenSet(message.tokens) !== null;
   return (
     message.type === 'refreshed' && typeof message.from === 'string' && asTokenSet(message.tokens) !== null
   );

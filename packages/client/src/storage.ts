@@ -17,6 +17,11 @@ export interface TokenStorage {
   get(): MaybePromise<TokenSet | null>;
   set(tokens: TokenSet): MaybePromise<void>;
   clear(): MaybePromise<void>;
+  /**
+   * Optional, for a store other contexts write to: calls `listener` with what is stored now whenever
+   * another context changed it (a sign-in or sign-out in another tab); returns how to stop.
+   */
+  watch?(listener: (tokens: TokenSet | null) => void): () => void;
 }
 
 /** Tokens in this JavaScript context only: gone on reload, not shared with other tabs. The default. */
@@ -39,6 +44,11 @@ interface WebStorage {
   setItem(key: string, value: string): void;
   removeItem(key: string): void;
 }
+/** The few members of the browser's `window` and its `storage` event used here (no DOM types needed). */
+interface StorageEvents {
+  addEventListener(type: 'storage', listener: (event: { key: string | null }) => void): void;
+  removeEventListener(type: 'storage', listener: (event: { key: string | null }) => void): void;
+}
 
 /**
  * Tokens in the browser's `localStorage` under `key`: kept across reloads and shared by every tab of
@@ -47,12 +57,13 @@ interface WebStorage {
  */
 export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
   const area = () => (globalThis as { localStorage?: WebStorage }).localStorage;
+  const read = () => {
+    const text = area()?.getItem(key);
+    return text ? parseTokenSet(text) : null;
+  };
   return {
     key,
-    get() {
-      const text = area()?.getItem(key);
-      return text ? parseTokenSet(text) : null;
-    },
+    get: read,
     set(tokens) {
       const storage = area();
       if (!storage) throw new Error('localStorageStorage: there is no localStorage here');
@@ -60,6 +71,17 @@ export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
     },
     clear() {
       area()?.removeItem(key);
+    },
+    // The storage event fires in every other tab of the origin once a write reached it, which a
+    // message between tabs may outrun; null key: the whole area was cleared.
+    watch(listener) {
+      const events = (globalThis as { window?: StorageEvents }).window;
+      if (!events) return () => {};
+      const onStorage = (event: { key: string | null }) => {
+        if (event.key === key || event.key === null) listener(read());
+      };
+      events.addEventListener('storage', onStorage);
+      return () => events.removeEventListener('storage', onStorage);
     },
   };
 }

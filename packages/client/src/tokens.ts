@@ -81,10 +81,7 @@ export function createTokenKeeper({
   async function adopt(message: TabMessage) {
     await started;
     const stored = await storage.get();
-    if (message.type === 'signed-in') {
-      // Only a client sharing the storage is signed in by it; one with its own storage keeps its own.
-      if (stored?.refreshToken === message.tokens.refreshToken) report(message.tokens);
-    } else if (message.type === 'refreshed') {
+    if (message.type === 'refreshed') {
       if (stored?.refreshToken === message.from) await storage.set(message.tokens);
       if (stored?.refreshToken === message.from || stored?.refreshToken === message.tokens.refreshToken)
         report(message.tokens);
@@ -103,6 +100,8 @@ export function createTokenKeeper({
       void Promise.reject(error);
     });
   });
+  // What another tab stored (a sign-in, a sign-out): the storage event tells it, messages may not.
+  const unwatch = storage.watch?.((tokens) => report(tokens));
 
   async function rotate(basis: TokenSet): Promise<TokenSet | null> {
     const stored = await storage.get();
@@ -154,7 +153,6 @@ export function createTokenKeeper({
     async signIn(pair, receivedAt) {
       const tokens = pairOf(pair, receivedAt);
       await storage.set(tokens);
-      tab.announce({ type: 'signed-in', tokens });
       report(tokens);
       return tokens;
     },
@@ -164,6 +162,9 @@ export function createTokenKeeper({
       if (stored) tab.announce({ type: 'signed-out', refreshToken: stored.refreshToken });
       report(null);
     },
-    close: () => tab.close(),
+    close() {
+      unwatch?.();
+      tab.close();
+    },
   };
 }
