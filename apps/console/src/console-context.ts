@@ -11,7 +11,6 @@ export const SIGNED_OUT = {
     'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
   here: 'You signed out of this device.',
   everywhere: 'You signed out on every device.',
-  deleted: 'This account no longer exists.',
 } as const;
 
 export interface ConsoleContext {

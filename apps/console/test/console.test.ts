@@ -505,6 +505,28 @@ describe('one person, several places', () => {
     expect(await tokenOf(phone)).toBeUndefined();
   });
 
+  it('shows a deletion scheduled, then cancelled, in another tab as it is, instead of a conflict', async () => {
+    const person = await registeredPerson('Annie', 'Easley');
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Annie Easley' }).waitFor();
+
+    await page.getByRole('button', { name: 'Delete account' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete your account?' });
+    await dialog.waitFor();
+    // Another tab schedules it first: this one's request is a 409.
+    await api('POST', '/api/v1/users/me/deletion', undefined, person.accessToken);
+    await dialog.getByRole('button', { name: 'Delete my account' }).click();
+    await page.getByRole('region', { name: 'Deletion scheduled' }).waitFor();
+    await dialog.waitFor({ state: 'hidden' });
+
+    await api('DELETE', '/api/v1/users/me/deletion', undefined, person.accessToken);
+    await page.getByRole('button', { name: 'Cancel deletion' }).click();
+    await page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Delete account' }).isVisible()).toBe(true);
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
   it('keeps two tabs in step: a sign-in and a sign-out in one show in the other', async () => {
     const person = await registeredPerson('Dorothy', 'Vaughan');
     const context = await newContext();

@@ -1,8 +1,12 @@
 import type { User } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useConsole } from '../console-context.ts';
-import { failureText } from '../failure-text.ts';
+import { failureText, isFailure } from '../failure-text.ts';
 import { formatDate, formatDateTime } from '../format.ts';
+import type { Tessera } from '../tessera.ts';
+
+/** The account as it is now, after a 409 said it changed elsewhere; undefined if that fails too. */
+const reloaded = (tessera: Tessera) => tessera.users.me().catch(() => undefined);
 
 /** "Delete account", confirmed in a modal dialog; the API schedules the deletion after a grace period. */
 export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User) => void }) {
@@ -26,7 +30,12 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
       onScheduled(user);
     } catch (failure) {
       if (sessionEnded(failure)) return;
-      setError(failureText(failure));
+      // 409: scheduled meanwhile, in another tab or on another device; show it as it now is.
+      const user = isFailure(failure) && failure.status === 409 ? await reloaded(tessera) : undefined;
+      if (user?.accountDeletionStatus === 'scheduled') {
+        dialog.current?.close();
+        onScheduled(user);
+      } else setError(failureText(failure));
     } finally {
       setBusy(false);
     }
@@ -93,8 +102,14 @@ export function DeletionScheduled({
     try {
       onCancelled(await tessera.users.cancelDeletion());
     } catch (failure) {
-      if (!sessionEnded(failure)) setError(failureText(failure));
-      setBusy(false);
+      if (sessionEnded(failure)) return;
+      // 409: cancelled meanwhile elsewhere (the account stays), or already due (it does not).
+      const user = isFailure(failure) && failure.status === 409 ? await reloaded(tessera) : undefined;
+      if (user && user.accountDeletionStatus !== 'scheduled') onCancelled(user);
+      else {
+        setError(failureText(failure));
+        setBusy(false);
+      }
     }
   }
 
