@@ -283,7 +283,6 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     const a = keeper(server, name, shared);
     await a.tokens.signIn(server.issue(), nowMs);
     const after = keeper(server, name, shared);
-    await sleep(20);
 
     await a.tokens.signOut();
 

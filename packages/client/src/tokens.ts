@@ -61,7 +61,7 @@ export function createTokenKeeper({
   let reported: string | null | undefined;
   const started = (async () => storage.get())().then(
     (tokens) => {
-      reported ??= tokens?.refreshToken ?? null;
+      if (reported === undefined) reported = tokens?.refreshToken ?? null;
     },
     () => undefined,
   );

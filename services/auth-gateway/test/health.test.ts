@@ -25,6 +25,7 @@ describe('when Redis goes away', () => {
     const ready = await gateway.app.inject({ method: 'GET', url: '/health/ready' });
     expect(ready.statusCode).toBe(503);
     expect(body(ready).errors).toEqual(['Service unavailable', 'redis is down']);
+    expect(ready.headers['retry-after']).toBe('5');
 
     const send = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'zoe@example.com' });
     expect(send.statusCode).toBe(503);

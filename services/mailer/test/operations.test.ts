@@ -147,6 +147,17 @@ describe('health', () => {
     });
   });
 
+  it('answers another method than GET with an enveloped 405 that says which one to use', async () => {
+    const response = await fetch(`${operations.url}/metrics`, { method: 'POST' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET');
+    expect(await response.json()).toMatchObject({
+      isSuccess: false,
+      statusCode: 405,
+      errors: ['Method not allowed', 'Use GET, not POST'],
+    });
+  });
+
   it('is not ready while Redis does not answer', async () => {
     // Nothing listens on port 1.
     const unreachable = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, lazyConnect: true });

@@ -5,8 +5,12 @@ import { failureText, isFailure } from '../failure-text.ts';
 import { formatDate, formatDateTime } from '../format.ts';
 import type { Tessera } from '../tessera.ts';
 
-/** The account as it is now, after a 409 said it changed elsewhere; undefined if that fails too. */
-const reloaded = (tessera: Tessera) => tessera.users.me().catch(() => undefined);
+/**
+ * The account as it is now, after a 409 said it changed elsewhere: null when the session has ended
+ * meanwhile (`sessionEnded` has taken over), undefined when the reload failed otherwise.
+ */
+const reloaded = (tessera: Tessera, sessionEnded: (failure: unknown) => boolean) =>
+  tessera.users.me().catch((failure: unknown) => (sessionEnded(failure) ? null : undefined));
 
 /** "Delete account", confirmed in a modal dialog; the API schedules the deletion after a grace period. */
 export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User) => void }) {
@@ -31,7 +35,9 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
     } catch (failure) {
       if (sessionEnded(failure)) return;
       // 409: scheduled meanwhile, in another tab or on another device; show it as it now is.
-      const user = isFailure(failure) && failure.status === 409 ? await reloaded(tessera) : undefined;
+      const user =
+        isFailure(failure) && failure.status === 409 ? await reloaded(tessera, sessionEnded) : undefined;
+      if (user === null) return;
       if (user?.accountDeletionStatus === 'scheduled') {
         dialog.current?.close();
         onScheduled(user);
@@ -104,7 +110,9 @@ export function DeletionScheduled({
     } catch (failure) {
       if (sessionEnded(failure)) return;
       // 409: cancelled meanwhile elsewhere (the account stays), or already due (it does not).
-      const user = isFailure(failure) && failure.status === 409 ? await reloaded(tessera) : undefined;
+      const user =
+        isFailure(failure) && failure.status === 409 ? await reloaded(tessera, sessionEnded) : undefined;
+      if (user === null) return;
       if (user && user.accountDeletionStatus !== 'scheduled') onCancelled(user);
       else {
         setError(failureText(failure));

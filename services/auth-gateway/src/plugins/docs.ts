@@ -26,10 +26,6 @@ export interface DocsOptions {
 }
 
 /**
- * The OpenAPI 3.1 document, built from the same schemas that validate and serialize the routes, at
- * `GET /docs/json`, and the Swagger UI console over it at `/docs`. Registered before any route.
- */
-/**
  * A query parameter with a default may be left out (`page`, `limit`): the document says it is not
  * required, while the route's schema keeps it required so that handlers get the default filled in.
  */
@@ -43,6 +39,10 @@ function optionalDefaults({ schema, url }: { schema: FastifySchema; url: string 
   return { schema: { ...schema, querystring: { ...query, required } }, url };
 }
 
+/**
+ * The OpenAPI 3.1 document, built from the same schemas that validate and serialize the routes, at
+ * `GET /docs/json`, and the Swagger UI console over it at `/docs`. Registered before any route.
+ */
 export default fp<DocsOptions>(
   async function docs(app, { serve, version }) {
     await app.register(swagger, {

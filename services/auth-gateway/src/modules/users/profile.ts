@@ -411,13 +411,12 @@ const parseProfilePhoto = (raw: unknown) =>
       /\s/.test(value) ||
       CONTROL_CHARACTER.test(value) ||
       url === null ||
-      url.hostname === '' ||
-      // Credentials in a URL that every viewer of the profile is shown would leak.
-      url.username !== '' ||
-      url.password !== ''
+      url.hostname === ''
     ) {
       return reject('profilePhoto must be an https:// URL');
     }
+    // Credentials in a URL that every viewer of the profile is shown would leak.
+    if (url.username !== '' || url.password !== '') return reject('profilePhoto must not carry credentials');
     return accept(value);
   });
 
