@@ -13,6 +13,7 @@ export const ERRORS = {
   CONTENT_LENGTH_MISMATCH: { status: 400, detail: 'Content-Length does not match the body' },
   HOST_MISSING: { status: 400, detail: 'An HTTP/1.1 request needs a Host header' },
   ROUTE_NOT_FOUND: { status: 404, detail: '' },
+  METHOD_NOT_ALLOWED: { status: 405, detail: '' },
   BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
   RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },

@@ -29,6 +29,21 @@ describe('every response is the envelope', () => {
     expect(response.body).not.toContain('token=abc');
   });
 
+  it('answers a known path asked with another method with an enveloped 405 and Allow', async () => {
+    const wrong = await gateway.app.inject({ method: 'GET', url: '/api/v1/auth/send-otp-email' });
+    expect(wrong.statusCode).toBe(405);
+    expect(wrong.headers.allow).toBe('POST');
+    expectErrorEnvelope(body(wrong), 405, 'Method not allowed');
+    expect(body(wrong).errors[1]).toBe('/api/v1/auth/send-otp-email answers POST, not GET');
+
+    const session = await gateway.app.inject({
+      method: 'PUT',
+      url: '/api/v1/auth/sessions/9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c',
+    });
+    expect(session.statusCode).toBe(405);
+    expect(session.headers.allow).toBe('DELETE');
+  });
+
   it('answers malformed JSON with an enveloped 400', async () => {
     const response = await gateway.app.inject({
       method: 'POST',

@@ -117,16 +117,47 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   );
 }
 
+/** The methods each route path answers, to tell a wrong method (405) from an unknown path (404). */
+function routeMethods() {
+  const byPattern = new Map<string, { path: RegExp; methods: Set<string> }>();
+  return {
+    add(url: string, methods: string | string[]) {
+      if (url.includes('*')) return;
+      const source = `^${url.replaceAll(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll(/:\w+/g, '[^/]+')}$`;
+      const route = byPattern.get(source) ?? { path: new RegExp(source), methods: new Set<string>() };
+      for (const method of [methods].flat()) route.methods.add(method);
+      byPattern.set(source, route);
+    },
+    of(path: string): string[] {
+      const methods = [...byPattern.values()].filter((route) => route.path.test(path));
+      return [...new Set(methods.flatMap((route) => [...route.methods]))].sort();
+    },
+  };
+}
+
 /** Turns every error and unknown route into the envelope of its catalog entry; never shows internals on a 5xx. */
 export default fp<ErrorHandlerOptions>(
   async function errorHandler(app: FastifyInstance, { clock }) {
-    app.setNotFoundHandler((request, reply) =>
-      send(
+    const routes = routeMethods();
+    app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0] ?? '';
+      const allowed = routes.of(path);
+      if (allowed.length === 0)
+        return send(
+          reply,
+          clock,
+          new GatewayError('ROUTE_NOT_FOUND', [`No route ${request.method} ${path}`]),
+        );
+      reply.header('allow', allowed.join(', '));
+      return send(
         reply,
         clock,
-        new GatewayError('ROUTE_NOT_FOUND', [`No route ${request.method} ${request.url.split('?')[0]}`]),
-      ),
-    );
+        new GatewayError('METHOD_NOT_ALLOWED', [
+          `${path} answers ${allowed.join(', ')}, not ${request.method}`,
+        ]),
+      );
+    });
     app.setErrorHandler(async (error: FastifyError, request, reply) => {
       const answer = toGatewayError(error, request);
       if (answer.code === 'BODY_TOO_LARGE') {

@@ -79,7 +79,7 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
     }
 
     await app.register(cors, {
-      // No origins configured: CORS off, no headers at all and OPTIONS is an ordinary 404.
+      // No origins configured: CORS off, no headers at all; OPTIONS is an ordinary request (405).
       origin: corsOrigins.length > 0 ? [...corsOrigins] : false,
       methods: CORS_METHODS,
       allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
