@@ -1,5 +1,6 @@
 import { variablesOf } from '@tessera/config';
 import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfigSchema } from '../src/config.ts';
@@ -53,6 +54,27 @@ const statuses = (responses: { statusCode: number }[]) =>
     counts[r.statusCode] = (counts[r.statusCode] ?? 0) + 1;
     return counts;
   }, {});
+
+describe('a send whose code Redis could not store', () => {
+  it('counts against no limit: the next send to the address is accepted', async () => {
+    const gateway = await withDefaultLimits();
+    const admin = new Redis(ownRedis.url);
+    const everyKey = () => admin.call('ACL', 'SETUSER', 'default', 'resetkeys', '~*');
+    try {
+      // Redis refuses to write the code (its key ends in "otp") once the send has been counted.
+      await admin.call('ACL', 'SETUSER', 'default', 'resetkeys', '~*[^p]');
+      const failed = await send(gateway.app, 'lost@example.com');
+      expect(failed.statusCode).not.toBe(200);
+      await everyKey();
+
+      expect((await send(gateway.app, 'lost@example.com')).statusCode).toBe(200);
+    } finally {
+      await everyKey();
+      admin.disconnect();
+      await gateway.close();
+    }
+  });
+});
 
 // The windows count by the Redis server's clock: time passes in these tests by ageing the Redis data.
 describe('send limits (defaults)', () => {

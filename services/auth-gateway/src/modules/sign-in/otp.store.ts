@@ -134,7 +134,13 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     async issue(email: string, code: string, ip: string) {
       const counted = await windows.hit(sendScopes(email, ip));
       if (counted.refusal) return counted;
-      await store(email, code);
+      try {
+        await store(email, code);
+      } catch (error) {
+        // Nothing will be sent, so nothing counts (as far as Redis, which may be what failed, lets us).
+        await windows.release(sendScopes(email, ip).flat(), counted.event).catch(() => {});
+        throw error;
+      }
       return { refusal: undefined, withdraw: () => withdraw(email, ip, counted.event) };
     },
 
