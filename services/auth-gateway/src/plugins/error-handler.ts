@@ -117,32 +117,23 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   );
 }
 
-/** The methods each route path answers, to tell a wrong method (405) from an unknown path (404). */
-function routeMethods() {
-  const byPattern = new Map<string, { path: RegExp; methods: Set<string> }>();
-  return {
-    add(url: string, methods: string | string[]) {
-      if (url.includes('*')) return;
-      const source = `^${url.replaceAll(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll(/:\w+/g, '[^/]+')}$`;
-      const route = byPattern.get(source) ?? { path: new RegExp(source), methods: new Set<string>() };
-      for (const method of [methods].flat()) route.methods.add(method);
-      byPattern.set(source, route);
-    },
-    of(path: string): string[] {
-      const methods = [...byPattern.values()].filter((route) => route.path.test(path));
-      return [...new Set(methods.flatMap((route) => [...route.methods]))].sort();
-    },
-  };
+/**
+ * The methods a path answers, by the router itself, to tell a wrong method (405) from an unknown path
+ * (404). Catch-all routes (the CORS preflight's, the consoles' files) say nothing of a path.
+ */
+function methodsOf(app: FastifyInstance, path: string): string[] {
+  return app.supportedMethods.filter((method) => {
+    const route = app.findRoute({ method, url: path });
+    return route !== null && !('*' in route.params);
+  });
 }
 
 /** Turns every error and unknown route into the envelope of its catalog entry; never shows internals on a 5xx. */
 export default fp<ErrorHandlerOptions>(
   async function errorHandler(app: FastifyInstance, { clock }) {
-    const routes = routeMethods();
-    app.addHook('onRoute', (route) => routes.add(route.url, route.method));
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';
-      const allowed = routes.of(path);
+      const allowed = methodsOf(app, path).sort();
       if (allowed.length === 0)
         return send(
           reply,
