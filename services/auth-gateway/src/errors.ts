@@ -56,11 +56,19 @@ export const ERRORS = {
   SESSION_ALREADY_ENDED: { status: 409, detail: 'The session has already ended' },
 
   // The service
+  // A 503 tells when to try again (Retry-After): a dependency or an instance is usually back by then.
   INTERNAL: { status: 500, detail: '' },
-  DEPENDENCY_UNAVAILABLE: { status: 503, detail: '' },
-  NOT_READY: { status: 503, detail: '' },
-  SHUTTING_DOWN: { status: 503, detail: 'This instance is shutting down; try again' },
-} as const satisfies Record<string, { status: ErrorStatus; detail: string }>;
+  DEPENDENCY_UNAVAILABLE: { status: 503, detail: '', retryAfter: 5 },
+  NOT_READY: { status: 503, detail: '', retryAfter: 5 },
+  SHUTTING_DOWN: { status: 503, detail: 'This instance is shutting down; try again', retryAfter: 5 },
+} as const satisfies Record<string, CatalogEntry>;
+
+interface CatalogEntry {
+  status: ErrorStatus;
+  detail: string;
+  /** Seconds sent as Retry-After unless the error gives its own. */
+  retryAfter?: number;
+}
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -69,7 +77,7 @@ export class GatewayError extends AppError {
   declare readonly code: ErrorCode;
 
   constructor(code: ErrorCode, more: string[] = [], retryAfter?: number) {
-    const { status, detail } = ERRORS[code];
-    super(status, code, detail ? [detail, ...more] : more, retryAfter);
+    const entry: CatalogEntry = ERRORS[code];
+    super(entry.status, code, entry.detail ? [entry.detail, ...more] : more, retryAfter ?? entry.retryAfter);
   }
 }

@@ -15,7 +15,7 @@ export default fp(
     app.addHook('onRequest', (_request, reply, done) => {
       if (!closing) return done();
       reply.header('connection', 'close');
-      done(new GatewayError('SHUTTING_DOWN', [], 5));
+      done(new GatewayError('SHUTTING_DOWN'));
     });
   },
   { name: 'draining', dependencies: ['error-handler'] },

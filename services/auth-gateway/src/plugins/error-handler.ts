@@ -46,7 +46,7 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
   }
   if (error instanceof DependencyUnavailableError) {
     request.log.warn({ err: error }, `${error.dependency} unavailable`);
-    return new GatewayError('DEPENDENCY_UNAVAILABLE', [], 5);
+    return new GatewayError('DEPENDENCY_UNAVAILABLE');
   }
   request.log.error({ err: error }, 'unhandled error');
   return new GatewayError('INTERNAL');

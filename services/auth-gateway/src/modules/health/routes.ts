@@ -5,8 +5,6 @@ import { Type } from 'typebox';
 import { GatewayError } from '../../errors.ts';
 
 const CHECK_TIMEOUT_MS = 1000;
-/** As every 503 of the API says (Retry-After): a dependency is usually back within seconds. */
-const RETRY_AFTER_SECONDS = 5;
 
 /** Liveness and readiness for load balancers and orchestrators; never rate-limited. */
 const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = async (app, { checks }) => {
@@ -42,7 +40,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
     },
     async () => {
       const down = await checkReadiness(checks, CHECK_TIMEOUT_MS);
-      if (down.length > 0) throw new GatewayError('NOT_READY', down, RETRY_AFTER_SECONDS);
+      if (down.length > 0) throw new GatewayError('NOT_READY', down);
       return { postgres: 'up', redis: 'up' } as const;
     },
   );
