@@ -4,6 +4,9 @@ export function maskEmail(email: string): string {
   return at < 1 ? '***' : `${email[0]}***${email.slice(at)}`;
 }
 
+/** Whether `email` is masked already (masking it again changes nothing): a redacted job's address. */
+export const isMasked = (email: string) => maskEmail(email) === email;
+
 const ADDRESS = /[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+/g;
 
 /** Masks every address in a text, such as an SMTP reply (`550 <alice@example.com>: no such user`). */

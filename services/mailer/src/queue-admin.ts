@@ -1,6 +1,6 @@
 import { REDACTED_CODE, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
 import type { Job, Queue } from 'bullmq';
-import { maskEmail } from './mask.ts';
+import { isMasked, maskEmail } from './mask.ts';
 
 /** What `queue:status` shows. Never a code: a job's data is read for its recipient and expiry only. */
 export interface QueueStatus {
@@ -65,7 +65,7 @@ export async function retryFailed(queue: EmailQueue, now: Date, id?: string): Pr
     const to = job.data?.to;
     if (code && !(Date.parse(job.data?.expiresAt) > now.getTime())) report.skippedExpired += 1;
     else if (code && job.data?.sealedCode === REDACTED_CODE) report.skippedRedacted += 1;
-    else if (typeof to === 'string' && maskEmail(to) === to) report.skippedRedacted += 1;
+    else if (typeof to === 'string' && isMasked(to)) report.skippedRedacted += 1;
     else {
       // A new delivery with the job's whole retry policy, as if just queued.
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });

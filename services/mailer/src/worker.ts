@@ -26,7 +26,7 @@ import type { MailerConfig } from './config.ts';
 import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.job.ts';
 import type { EmailResult } from './deliver.ts';
 import { createDeliveriesStore } from './deliveries.store.ts';
-import { maskEmail } from './mask.ts';
+import { isMasked, maskEmail } from './mask.ts';
 import { emails, observeQueueJobs } from './metrics.ts';
 import { BACKOFF, type Backoff, backoffDelay, deliveryDeadline, ExpiredError } from './retry-policy.ts';
 import { sendOtp } from './send-otp.job.ts';
@@ -93,7 +93,7 @@ function redacted(job: Job<EmailJobData>): EmailJobData | undefined {
   const { to, sealedCode } = data as { to?: unknown; sealedCode?: unknown };
   const holdsCode =
     job.name === SEND_OTP_JOB && typeof sealedCode === 'string' && sealedCode !== REDACTED_CODE;
-  const holdsAddress = typeof to === 'string' && maskEmail(to) !== to;
+  const holdsAddress = typeof to === 'string' && !isMasked(to);
   if (!holdsCode && !holdsAddress) return undefined;
   return {
     ...data,
