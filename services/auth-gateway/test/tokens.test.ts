@@ -51,7 +51,7 @@ describe('access tokens', () => {
     );
   });
 
-  it('are refused when unsigned, HMAC-signed, signed by another key, for another audience or expired', async () => {
+  it('are refused when unsigned, HMAC-signed, signed by another key, for another audience or with ids that are not UUIDs', async () => {
     const { accessToken } = await signIn(gateway.app, 'peggy@example.com');
     const { header, payload } = decode(accessToken);
     const jwk = (await gateway.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json().keys[0];
@@ -64,6 +64,11 @@ describe('access tokens', () => {
     const claims = { ...payload };
     const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
+    const signedByGateway = createSigner({
+      key: gateway.config.jwt.privateKey,
+      algorithm: 'EdDSA',
+      kid: header.kid,
+    });
     const forged = [
       `${b64({ alg: 'none', typ: 'JWT', kid: header.kid })}.${b64(claims)}.`,
       createSigner({ key: publicPem, algorithm: 'HS256', kid: header.kid })(claims),
@@ -72,10 +77,11 @@ describe('access tokens', () => {
       tamperSignature(accessToken),
       ...['aud', 'iss'].map((claim) => {
         const { [claim]: _dropped, ...rest } = claims;
-        return createSigner({ key: gateway.config.jwt.privateKey, algorithm: 'EdDSA', kid: header.kid })(
-          rest,
-        );
+        return signedByGateway(rest);
       }),
+      // The gateway's own key, but ids that are not Tessera's (no UUID): refused, not a 500.
+      signedByGateway({ ...claims, sub: 'user-42' }),
+      signedByGateway({ ...claims, sid: 42 }),
     ];
     for (const token of forged) {
       const response = await listSessions(token);

@@ -1,5 +1,6 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
 import { type ErrorCode, GatewayError } from '../../errors.ts';
+import { isUuid } from '../../uuid.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
 import type { ClientInfo } from '../security-events/security-events.ts';
 import { hashRefreshToken } from '../tokens/refresh-token.ts';
@@ -11,8 +12,6 @@ export interface EndedSession {
   sessionId: string;
   revokedAt: Date;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A session as the ending statement found it, and whether that statement ended it. */
 interface Found {
@@ -102,7 +101,7 @@ export function revokeByRefreshToken(context: SessionsContext) {
 /** Ends one of the user's sessions by id ("sign out that device"). */
 export function endSessionById(context: SessionsContext) {
   return async (userId: string, sessionId: string, client: ClientInfo): Promise<EndedSession> => {
-    if (!UUID.test(sessionId)) throw new GatewayError('SESSION_NOT_FOUND');
+    if (!isUuid(sessionId)) throw new GatewayError('SESSION_NOT_FOUND');
     const { found, now } = await endOne(context, userId, client, BY_SESSION_ID, (values, event) =>
       repository.endSessionOfUser(context.db, { ...values, sessionId }, event),
     );
