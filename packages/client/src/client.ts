@@ -32,6 +32,8 @@ export interface ClientOptions {
   onSessionChange?: (tokens: TokenSet | null) => void;
   /** Milliseconds since the epoch (`Date.now`); tests move it to expire tokens. */
   now?: () => number;
+  /** Milliseconds a request may take before it fails as a network error (status 0); 30 s when absent, 0 waits for ever. */
+  timeout?: number;
 }
 
 /** Every item of a paginated route; `limit` per request, 100 (the most the server allows) when absent. */
@@ -99,8 +101,9 @@ export function createClient({
   fetch = defaultFetch(),
   onSessionChange,
   now = Date.now,
+  timeout = 30_000,
 }: ClientOptions): TesseraClient {
-  const transport: Transport = { baseUrl: baseUrl.replace(/\/+$/, ''), fetch, now };
+  const transport: Transport = { baseUrl: baseUrl.replace(/\/+$/, ''), fetch, now, timeout };
   const tokens = createTokenKeeper({
     storage,
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,

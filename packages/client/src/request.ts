@@ -18,6 +18,37 @@ export interface Transport {
   fetch: Fetch;
   /** Milliseconds since the epoch. */
   now: () => number;
+  /** Milliseconds a request may take, its body included; 0 waits for ever. */
+  timeout: number;
+}
+
+// The timer and abort globals used here, so the package needs no DOM or Node types.
+interface Environment {
+  setTimeout(callback: () => void, milliseconds: number): unknown;
+  clearTimeout(timer: unknown): void;
+  AbortController?: new () => { signal: unknown; abort(): void };
+}
+const env = globalThis as unknown as Environment;
+
+class Timeout extends Error {}
+
+/** `exchange`'s result, or a rejection once `timeout` ms have passed, which also aborts `exchange`'s fetch. */
+async function within<T>(timeout: number, exchange: (signal: unknown) => Promise<T>): Promise<T> {
+  if (timeout <= 0) return exchange(undefined);
+  const controller = env.AbortController ? new env.AbortController() : undefined;
+  let timer: unknown;
+  const expired = new Promise<never>((_, reject) => {
+    timer = env.setTimeout(() => {
+      controller?.abort();
+      reject(new Timeout(`no answer within ${timeout} ms`));
+    }, timeout);
+  });
+  try {
+    // Raced as well as aborted: a fetch that ignores its signal cannot hold the caller.
+    return await Promise.race([exchange(controller?.signal), expired]);
+  } finally {
+    env.clearTimeout(timer);
+  }
 }
 
 export interface Call {
@@ -64,7 +95,7 @@ function urlOf(baseUrl: string, path: string, query: Call['query'] = {}): string
 }
 
 /** Sends one request and returns the envelope's `data`; anything else is thrown as a TesseraError. */
-export async function send<Data>({ baseUrl, fetch, now }: Transport, call: Call): Promise<Data> {
+export async function send<Data>({ baseUrl, fetch, now, timeout }: Transport, call: Call): Promise<Data> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (call.body !== undefined) headers['content-type'] = 'application/json';
   if (call.accessToken !== undefined) headers.authorization = `Bearer ${call.accessToken}`;
@@ -77,12 +108,21 @@ export async function send<Data>({ baseUrl, fetch, now }: Transport, call: Call)
   let response: FetchResponse;
   let text: string;
   try {
-    response = await fetch(urlOf(baseUrl, call.path, call.query), init);
-    text = await response.text();
+    [response, text] = await within(timeout, async (signal) => {
+      // The signal is not in `Fetch`'s type, so that the DOM's fetch fits it without DOM types here;
+      // a fetch passed in gets it all the same, and one that forwards `init` aborts with it.
+      const answer = await fetch(
+        urlOf(baseUrl, call.path, call.query),
+        signal ? Object.assign({ signal }, init) : init,
+      );
+      return [answer, await answer.text()] as const;
+    });
   } catch (cause) {
     throw new TesseraError({
       status: 0,
-      messages: ['The server could not be reached'],
+      messages: [
+        cause instanceof Timeout ? 'The server did not answer in time' : 'The server could not be reached',
+      ],
       isNetworkError: true,
       cause,
     });

@@ -314,7 +314,36 @@ describe('@tessera/client without an answer from the gateway', () => {
     const unreachable = await failure(tessera.auth.sendCode(newEmail()));
 
     expect(unreachable).toMatchObject({ status: 0, isNetworkError: true, retryAfter: undefined });
+    expect(unreachable.messages).toEqual(['The server could not be reached']);
     expect(unreachable.cause).toBeInstanceOf(Error);
+  });
+
+  it('gives up on a server that never answers after `timeout`, and closes the connection', async () => {
+    // Headers sent, the body never ended: the timeout covers reading the body too.
+    const stalled = http.createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).write('{"isSuccess":');
+    });
+    stalled.listen(0, '127.0.0.1');
+    await once(stalled, 'listening');
+    const closed = new Promise((resolve) =>
+      stalled.on('connection', (socket) => socket.on('close', resolve)),
+    );
+    try {
+      const tessera = createClient({
+        baseUrl: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`,
+        timeout: 200,
+      });
+      clients.push(tessera);
+
+      const timedOut = await failure(tessera.auth.sendCode(newEmail()));
+
+      expect(timedOut).toMatchObject({ status: 0, isNetworkError: true });
+      expect(timedOut.messages).toEqual(['The server did not answer in time']);
+      await closed;
+    } finally {
+      stalled.closeAllConnections();
+      stalled.close();
+    }
   });
 
   it('is a network error when the answer is not an envelope (a proxy page)', async () => {
