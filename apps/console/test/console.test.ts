@@ -463,6 +463,45 @@ describe('account', () => {
     await page.getByText('You signed out on every device.').waitFor();
     await page.getByRole('textbox', { name: 'Email' }).waitFor();
   });
+
+  it('drops a page of activity that arrives after the list reloaded, instead of adding stale events', async () => {
+    const linus = await registeredPerson('Linus', 'Pauling');
+    for (let note = 1; note <= 10; note += 1)
+      await api('PATCH', '/api/v1/users/me', { bio: `Note ${note}` }, linus.accessToken);
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, linus.email);
+    await page.getByRole('heading', { level: 1, name: 'Linus Pauling' }).waitFor();
+    const activity = page.getByRole('region', { name: 'Security activity' });
+    const items = activity.getByRole('listitem');
+    await expect.poll(() => items.count()).toBe(10);
+    expect(await items.first().innerText()).toMatch(/^Signed in/);
+
+    // "Show more" asks for page 2, whose answer is held until a save has reloaded the list.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const secondPage = (url: URL) =>
+      url.pathname === '/api/v1/users/me/security-events' && url.searchParams.get('page') === '2';
+    await page.route(secondPage, async (route) => {
+      const response = await route.fetch();
+      await held;
+      await route.fulfill({ response });
+    });
+    const stale = page.waitForResponse((response) => secondPage(new URL(response.url())));
+    await activity.getByRole('button', { name: 'Show more' }).click();
+    await page.getByRole('textbox', { name: 'Bio' }).fill('Two Nobel prizes.');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => items.first().innerText()).toMatch(/^Profile updated/);
+
+    release();
+    await (await stale).finished();
+    // Let the page take the answer in and render.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve))));
+    expect(await items.count()).toBe(10);
+    expect(await items.first().innerText()).toMatch(/^Profile updated/);
+    expect(await activity.getByRole('button', { name: 'Show more' }).isEnabled()).toBe(true);
+  });
 });
 
 /** The access token the page holds (in its localStorage), to look at the account as the page does. */

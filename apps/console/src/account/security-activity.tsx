@@ -1,5 +1,5 @@
 import type { SecurityEvent } from '@tessera/client';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText } from '../failure-text.ts';
@@ -16,24 +16,29 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
   const [hasMore, setHasMore] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
+  // Bumped by every reload: a page that arrives after a newer reload began is dropped, not added.
+  const generation = useRef(0);
 
   async function load(pageNumber: number, keep: SecurityEvent[]) {
+    const mine = generation.current;
     setBusy(true);
     try {
       const { list, pagination } = await tessera.securityEvents.list({ page: pageNumber, limit: PAGE_SIZE });
+      if (mine !== generation.current) return;
       const seen = new Set(keep.map((event) => event._id));
       setEvents([...keep, ...list.filter((event) => !seen.has(event._id))]);
       setPage(pageNumber);
       setHasMore(pagination.hasNextPage);
       setError(undefined);
     } catch (failure) {
-      if (!sessionEnded(failure)) setError(failureText(failure));
+      if (mine === generation.current && !sessionEnded(failure)) setError(failureText(failure));
     } finally {
-      setBusy(false);
+      if (mine === generation.current) setBusy(false);
     }
   }
 
   useEffect(() => {
+    generation.current += 1;
     void load(1, []);
   }, [refreshKey]);
 
