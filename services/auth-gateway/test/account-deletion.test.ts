@@ -19,6 +19,7 @@ import {
   type TestRedis,
 } from '@tessera/testing';
 import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -141,6 +142,18 @@ const sessionsOf = (app: App, userId: string) =>
     .where('userId', '=', userId)
     .orderBy('createdAt')
     .execute();
+
+/** A sweep of `app`'s deployment, run by the test itself. */
+const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionStore(app.redis)) =>
+  createAccountDeletion({
+    db: app.db,
+    emails: createEmailQueue(app.mailQueue),
+    securityLog: createSecurityLog(app.db, app.log),
+    clock,
+    log: app.log,
+    grace: GRACE,
+    activeSessions,
+  });
 
 /** Polls until `check` returns a value (not undefined), for work done in the background. */
 async function eventually<T>(
@@ -511,28 +524,57 @@ describe('finalization', () => {
     // sweep's commit.
     const store = createActiveSessionStore(app.redis);
     let interleaved = false;
-    const sweep = createAccountDeletion({
-      db: app.db,
-      emails: createEmailQueue(app.mailQueue),
-      securityLog: createSecurityLog(app.db, app.log),
-      clock,
-      log: app.log,
-      grace: GRACE,
-      activeSessions: {
-        ...store,
-        async remove(sessionIds) {
-          await store.remove(sessionIds);
-          if (interleaved) return;
-          interleaved = true;
-          for (const id of sessionIds)
-            await store.markActive(id, new Date(clock.now().getTime() + 3_600_000), clock.now());
-        },
+    const sweep = sweeper(app, clock, {
+      ...store,
+      async remove(sessionIds) {
+        await store.remove(sessionIds);
+        if (interleaved) return;
+        interleaved = true;
+        for (const id of sessionIds)
+          await store.markActive(id, new Date(clock.now().getTime() + 3_600_000), clock.now());
       },
     });
 
     expect(await sweep.finalizeDue(10)).toEqual([ida.user._id]);
     expect(interleaved).toBe(true);
     expect((await me(app, ida.accessToken)).statusCode).toBe(401);
+  });
+
+  it('does not deadlock with a refresh that rotates a token of the account while the sweep runs', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const mary = await signIn(app, 'mary@example.com');
+    expect((await requestDeletion(app, mary.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+    const [session] = await sessionsOf(app, mary.user._id);
+
+    // A rotation's locks, in its order, with the sweep in between: the refresh token's row, then (the
+    // sweep waiting on a lock meanwhile) the session's row.
+    const { sweeping } = await app.db.transaction().execute(async (rotation) => {
+      await rotation
+        .updateTable('refreshTokens')
+        .set({ rotatedAt: clock.now() })
+        .where('sessionId', '=', session?.id ?? '')
+        .execute();
+      const sweep = sweeper(app, clock).finalizeDue(10);
+      await eventually(async () => {
+        const { rows } = await sql<{ waiting: number }>`
+          select count(*)::int as waiting from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`.execute(rotation);
+        return rows[0]?.waiting ? true : undefined;
+      }, 'the sweep to wait on a lock');
+      await rotation
+        .updateTable('sessions')
+        .set({ lastUsedAt: clock.now() })
+        .where('id', '=', session?.id ?? '')
+        .execute();
+      // Not awaited here: the sweep waits for this transaction's commit.
+      return { sweeping: sweep };
+    });
+
+    expect(await sweeping).toEqual([mary.user._id]);
+    expect((await sessionsOf(app, mary.user._id))[0]).toMatchObject({ endReason: 'account_deleted' });
+    expect((await refresh(app, mary.refreshToken)).statusCode).toBe(401);
   });
 
   it('happens exactly once when several gateways sweep at the same time', async () => {

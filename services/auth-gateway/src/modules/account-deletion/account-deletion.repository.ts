@@ -137,6 +137,16 @@ export async function endSessionsOf(
   now: Date,
 ): Promise<{ ended: number; sessionIds: string[] }> {
   const endReason: SessionEndReason = 'account_deleted';
+  const theirSessions = trx.selectFrom('sessions').select('id').where('userId', 'in', userIds);
+  // Their refresh tokens' rows first, then their sessions', the order a rotation locks them in: in
+  // the other order, a refresh rotating one of these tokens meanwhile and this sweep would each wait
+  // for the other (a deadlock, which Postgres ends by failing one of them).
+  await trx
+    .selectFrom('refreshTokens')
+    .select('tokenHash')
+    .where('sessionId', 'in', theirSessions)
+    .forUpdate()
+    .execute();
   const ended = await trx
     .updateTable('sessions')
     .set({ endedAt: now, endReason })
@@ -149,10 +159,8 @@ export async function endSessionsOf(
     .where('userId', 'in', userIds)
     .returning('id')
     .execute();
-  await trx
-    .deleteFrom('refreshTokens')
-    .where('sessionId', 'in', trx.selectFrom('sessions').select('id').where('userId', 'in', userIds))
-    .execute();
+  // Also the successors of rotations that committed while this waited for the lock above.
+  await trx.deleteFrom('refreshTokens').where('sessionId', 'in', theirSessions).execute();
   return { ended: Number(ended.numUpdatedRows), sessionIds: sessions.map((session) => session.id) };
 }
 
