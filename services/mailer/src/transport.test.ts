@@ -30,3 +30,30 @@ it('writes development mail to the outbox, also for an address that holds a slas
   expect(file).toMatch(/-a_b@example\.com\.eml$/);
   expect(await readFile(path.join(dir, file ?? ''), 'utf8')).toContain('To: a/b@example.com');
 });
+
+it('keeps every email to one address in the outbox, however many arrive at once', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-outbox-'));
+  outboxes.push(dir);
+  const transport = createTransport(loadConfig({ APP_ENV: 'development', MAIL_OUTBOX_DIR: dir }));
+  const codes = Array.from({ length: 20 }, (_, index) => String(1000 + index));
+  try {
+    await Promise.all(
+      codes.map((code) =>
+        transport.send({
+          to: 'ada@example.com',
+          subject: `${code} is your sign-in code`,
+          text: code,
+          html: code,
+        }),
+      ),
+    );
+  } finally {
+    transport.close();
+  }
+
+  const files = await readdir(dir);
+  const subjects = await Promise.all(
+    files.map(async (file) => /^Subject: (\d{4})/m.exec(await readFile(path.join(dir, file), 'utf8'))?.[1]),
+  );
+  expect(subjects.sort()).toEqual(codes);
+});

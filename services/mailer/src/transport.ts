@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -96,12 +97,14 @@ function outboxTransport(config: MailerConfig): MailTransport {
       const info = await outbox.sendMail({ from: config.smtp.from, ...email });
       await fs.mkdir(config.smtp.outboxDir, { recursive: true, mode: 0o700 });
       // An address may hold characters a file name cannot (a/b@example.com is valid): they become _.
+      // A random part keeps emails to one address in the same millisecond apart, and `wx` makes sure
+      // no file is ever replaced.
       const name = email.to.replaceAll(/[^\w@.+-]/g, '_');
       const file = path.join(
         config.smtp.outboxDir,
-        `${new Date().toISOString().replaceAll(':', '-')}-${name}.eml`,
+        `${new Date().toISOString().replaceAll(':', '-')}-${randomUUID().slice(0, 8)}-${name}.eml`,
       );
-      await fs.writeFile(file, info.message as Buffer, { mode: 0o600 });
+      await fs.writeFile(file, info.message as Buffer, { mode: 0o600, flag: 'wx' });
     },
     verify: async () => {},
     close: () => outbox.close(),
