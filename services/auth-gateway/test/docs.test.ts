@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, body, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
@@ -202,14 +202,6 @@ describe('GET /docs', () => {
       expect(src).not.toMatch(/^(https?:)?\/\//);
     const script = /src="\.\/static\/([^"]+\.js)"/.exec(page.body)?.[1] ?? '';
     expect((await gateway.app.inject({ url: `/docs/static/${script}` })).statusCode).toBe(200);
-  });
-
-  it("takes the access token alone: the console's call to GET /users/me with it answers 200", async () => {
-    const { accessToken } = await signIn(gateway.app, 'console@example.com');
-    // What Swagger UI sends for an http/bearer scheme: "Bearer " + the pasted value.
-    const me = await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
-    expect(me.statusCode).toBe(200);
-    expect(body(me).data.email).toBe('console@example.com');
   });
 
   it('is not served when DOCS_ENABLED=false', async () => {

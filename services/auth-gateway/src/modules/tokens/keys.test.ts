@@ -1,3 +1,4 @@
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,12 +34,20 @@ describe('development signing key', () => {
 });
 
 describe('signingKeyFromPem', () => {
-  it('derives a stable RFC 7638 kid and refuses unsupported key types', async () => {
-    const file = path.join(dir, 'k.pem');
-    const pem = await readKeyFile(file, true);
-    expect(signingKeyFromPem(pem).kid).toBe(signingKeyFromPem(pem).kid);
-    expect(signingKeyFromPem(pem).kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const { generateKeyPairSync } = await import('node:crypto');
+  it('derives the RFC 7638 thumbprint as kid and refuses unsupported key types', async () => {
+    // The Ed25519 key of RFC 8037, Appendix A, and its thumbprint given there (A.3).
+    const pem = createPrivateKey({
+      key: {
+        kty: 'OKP',
+        crv: 'Ed25519',
+        d: 'nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A',
+        x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
+      },
+      format: 'jwk',
+    })
+      .export({ type: 'pkcs8', format: 'pem' })
+      .toString();
+    expect(signingKeyFromPem(pem).kid).toBe('kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
       type: 'pkcs8',
       format: 'pem',
@@ -74,7 +83,6 @@ describe('verificationKeyFromPem', () => {
   });
 
   it('refuses keys of other types and text that is not a key', async () => {
-    const { generateKeyPairSync } = await import('node:crypto');
     const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey.export({
       type: 'spki',
       format: 'pem',
