@@ -1,0 +1,75 @@
+import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+// A Redis of this file's own, made to refuse the gateway's commands as real ones do: a replica
+// (READONLY), a full one (OOM), one that is down.
+let redis: PrivateRedis;
+let admin: Redis;
+let gateway: TestGateway;
+beforeAll(async () => {
+  redis = await startPrivateRedis();
+  admin = new Redis(redis.url, { retryStrategy: () => 200 });
+  gateway = await startGateway({ REDIS_URL: redis.url, RATE_LIMIT_MAX: '1000' });
+});
+afterAll(async () => {
+  await gateway?.close();
+  admin?.disconnect();
+  await redis?.remove();
+});
+
+let people = 0;
+const send = () => post(gateway.app, '/api/v1/auth/send-otp-email', { email: `p${++people}@example.com` });
+
+/** The 503 of API.md §3 for an outage: enveloped, with Retry-After. */
+function expectUnavailable(response: Awaited<ReturnType<typeof send>>) {
+  expect(response.statusCode).toBe(503);
+  expect(response.headers['retry-after']).toBe('5');
+  expect(body(response)).toMatchObject({ isSuccess: false, statusCode: 503, data: null });
+}
+
+describe('Redis refusing writes', () => {
+  it.each([
+    {
+      reply: 'READONLY',
+      refuse: () => admin.call('REPLICAOF', '127.0.0.1', '1'),
+      restore: () => admin.call('REPLICAOF', 'NO', 'ONE'),
+    },
+    {
+      reply: 'OOM',
+      refuse: () => admin.config('SET', 'maxmemory', '1'),
+      restore: () => admin.config('SET', 'maxmemory', '0'),
+    },
+  ])(
+    'is an outage when it answers $reply: 503 with Retry-After, then served again',
+    async ({ refuse, restore }) => {
+      const { accessToken } = await signIn(gateway.app, `signed-in.${++people}@example.com`);
+      await refuse();
+      try {
+        expectUnavailable(await send());
+      } finally {
+        await restore();
+      }
+      expect((await send()).statusCode).toBe(200);
+      // Reads went on meanwhile, and still do: the session stayed.
+      const me = await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+      expect(me.statusCode).toBe(200);
+    },
+  );
+});
+
+describe('Redis down', () => {
+  it('lets requests through the general limit, and answers 503 to what needs Redis', async () => {
+    await redis.stop();
+    try {
+      const jwks = await gateway.app.inject({ url: '/.well-known/jwks.json' });
+      expect(jwks.statusCode).toBe(200);
+      expect(jwks.json().keys).toHaveLength(1);
+      expectUnavailable(await send());
+    } finally {
+      await redis.start();
+    }
+    await expect.poll(async () => (await send()).statusCode, { timeout: 10_000 }).toBe(200);
+  });
+});
