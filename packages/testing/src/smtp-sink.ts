@@ -16,8 +16,11 @@ export interface SmtpSink {
   messages: ReceivedMail[];
   /** Messages received whose answer is still to come (see `delayMs`). */
   inFlight(): number;
-  /** Answers the next `count` messages with a temporary failure (451), as a flaky server would. */
-  failNext(count: number, code?: number): void;
+  /**
+   * Answers the next `count` messages with a failure: temporary (451) by default, as a flaky server
+   * would; refusing their content (`DATA`, the default) or their sender (`MAIL FROM`).
+   */
+  failNext(count: number, code?: number, command?: 'DATA' | 'MAIL FROM'): void;
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
 }
@@ -31,7 +34,13 @@ export interface SmtpSinkOptions {
 export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
-  let failures: { count: number; code: number } = { count: 0, code: 451 };
+  let failures = { count: 0, code: 451, command: 'DATA' };
+  /** The failure to answer `command` with, if one is due (then counted). */
+  const failure = (command: string) => {
+    if (failures.count === 0 || failures.command !== command) return null;
+    failures = { ...failures, count: failures.count - 1 };
+    return Object.assign(new Error('Refused'), { responseCode: failures.code });
+  };
   let inFlight = 0;
   const gone = new Set<string>();
 
@@ -44,6 +53,9 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
     onClose(session) {
       gone.add(session.id);
     },
+    onMailFrom(_address, _session, callback) {
+      callback(failure('MAIL FROM'));
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -55,11 +67,8 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
         inFlight -= 1;
         // A client killed while it waited never learnt of the acceptance: for it, nothing was sent.
         if (gone.has(session.id)) return callback(new Error('Client gone'));
-        if (failures.count > 0) {
-          failures = { ...failures, count: failures.count - 1 };
-          const error = Object.assign(new Error('Try again later'), { responseCode: failures.code });
-          return callback(error);
-        }
+        const refused = failure('DATA');
+        if (refused) return callback(refused);
         PostalMime.parse(Buffer.concat(chunks)).then(
           (mail) => {
             messages.push({
@@ -90,8 +99,8 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
     url: `smtp://127.0.0.1:${port}`,
     messages,
     inFlight: () => inFlight,
-    failNext(count, code = 451) {
-      failures = { count, code };
+    failNext(count, code = 451, command = 'DATA') {
+      failures = { count, code, command };
     },
     waitFor(predicate, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {

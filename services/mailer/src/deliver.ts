@@ -8,16 +8,21 @@ import type { MailTransport } from './transport.ts';
  */
 export type EmailResult = { sent: true } | { skipped: 'expired' | 'delivered' };
 
+// The SMTP commands whose refusal is about this message: its recipient, or its content.
+const OF_THE_MESSAGE = new Set(['RCPT TO', 'DATA']);
+
 /**
- * Sends one email of a job. An SMTP 5xx (e.g. no such mailbox) will not get better: the job fails
- * for good instead of being retried; anything else is thrown as it is, for BullMQ to retry.
+ * Sends one email of a job. An SMTP 5xx to the message itself (no such mailbox, content refused)
+ * will not get better: the job fails for good instead of being retried. Anything else is thrown as
+ * it is, for BullMQ to retry until the email's deadline: also a 5xx to the login (`AUTH`) or to the
+ * sender (`MAIL FROM`), which is the mailer's configuration, for its operator to fix meanwhile.
  */
 export async function deliver(transport: MailTransport, email: Email): Promise<void> {
   try {
     await transport.send(email);
   } catch (error) {
-    const responseCode = (error as { responseCode?: number }).responseCode;
-    if (responseCode !== undefined && responseCode >= 500) {
+    const { responseCode, command } = error as { responseCode?: number; command?: string };
+    if (responseCode !== undefined && responseCode >= 500 && OF_THE_MESSAGE.has(command ?? '')) {
       throw new UnrecoverableError(`SMTP rejected the message permanently (${responseCode})`);
     }
     throw error;

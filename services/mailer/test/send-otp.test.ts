@@ -365,6 +365,18 @@ describe('send-otp jobs', () => {
     expect(mentionsCode(await everythingStoredInRedis(), '8364')).toBe(false);
   });
 
+  it('retries a sender refused with a 5xx, which is the configuration and not the message, and delivers once', async () => {
+    // MAIL_FROM not (yet) allowed by the mail server: the operator fixes it while the code is valid.
+    sink.failNext(2, 553, 'MAIL FROM');
+    const { jobId, outcome } = await send({ to: 'frank@example.com', code: '6382', expiresAt: inMinutes(5) });
+
+    const result = await outcome;
+    expect(result.state).toBe('completed');
+    expect(result.job.attemptsMade).toBe(3);
+    expect(mailsTo('frank@example.com').map((mail) => mail.subject)).toEqual(['6382 is your sign-in code']);
+    expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
+  });
+
   it('masks the address of an account notice that failed for good', async () => {
     sink.failNext(1, 550);
     const jobId = 'deletion-scheduled-00000000-0000-4000-8000-000000000099-0';
