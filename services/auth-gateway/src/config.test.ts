@@ -37,6 +37,29 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ APP_ENV: 'staging' })).toThrowError(/APP_ENV/);
   });
 
+  it('refuses values no deployment means: past a date or a timer, or checking nothing', () => {
+    // Each once broke something at run time: every sign-in a 500, a sweep in a busy loop, no `iss` check.
+    expect(() => loadConfig({ REFRESH_TOKEN_TTL: '99999999999999' })).toThrowError(
+      'Invalid configuration: REFRESH_TOKEN_TTL must be <= 31536000',
+    );
+    expect(() => loadConfig({ OTP_TTL: '10000000000000' })).toThrowError(
+      /^Invalid configuration: OTP_TTL must be <= 3600$/,
+    );
+    expect(() => loadConfig({ RETENTION_SWEEP_INTERVAL: '2592000' })).toThrowError(
+      /RETENTION_SWEEP_INTERVAL must be <= 86400/,
+    );
+    expect(() => loadConfig({ ACCOUNT_DELETION_SWEEP_INTERVAL: '2592000' })).toThrowError(
+      /ACCOUNT_DELETION_SWEEP_INTERVAL must be <= 86400/,
+    );
+    expect(() => loadConfig({ REFRESH_REUSE_GRACE: '99999999' })).toThrowError(
+      /REFRESH_REUSE_GRACE must be <= 300/,
+    );
+    expect(() => loadConfig({ JWT_ISSUER: '' })).toThrowError(
+      /JWT_ISSUER must NOT have fewer than 1 characters/,
+    );
+    expect(() => loadConfig({ JWT_AUDIENCE: '' })).toThrowError(/JWT_AUDIENCE must NOT have fewer than 1/);
+  });
+
   it('refuses production without signing keys, the OTP secret or the mail job key', () => {
     expect(() => loadConfig({ APP_ENV: 'production', OTP_SECRET: 'x'.repeat(32) })).toThrowError(
       'Invalid configuration: JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE is required when APP_ENV=production',
@@ -84,6 +107,12 @@ describe('loadConfig', () => {
       hop: number,
     ) => boolean;
     expect([hops('x', 0), hops('x', 1)]).toEqual([true, false]);
+    expect(loadConfig({ TRUST_PROXY: '' }).http.trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '::1, fd00::/8' }).http.trustProxy).toEqual(['::1', 'fd00::/8']);
+    for (const value of ['yes', '-1', '10.0.0.0/33', '10.0.0.1,proxy.internal'])
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrowError(
+        /^Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses\/CIDRs \(got "/,
+      );
   });
 });
 

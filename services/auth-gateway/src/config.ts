@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +19,13 @@ const Int = (
   description: string,
   range: { minimum?: number; maximum?: number } = {},
 ) => variable(name, Type.Integer({ minimum: 1, ...range, default: defaultValue, description }));
-const Text = (name: string, defaultValue: string, description: string) =>
-  variable(name, Type.String({ default: defaultValue, description }));
+const Text = (name: string, defaultValue: string, description: string, rules: { minLength?: number } = {}) =>
+  variable(name, Type.String({ ...rules, default: defaultValue, description }));
+
+// Upper bounds, so that no value overflows a date or a timer, or makes a rule meaningless.
+const HOUR = 3600;
+const DAY = 86_400;
+const YEAR = 365 * DAY;
 const Optional = (name: string, description: string, rules: { minLength?: number } = {}) =>
   Type.Optional(variable(name, Type.String({ ...rules, description })));
 
@@ -77,8 +83,13 @@ export const GatewayConfigSchema = Type.Object({
     jobKey: shared.mailJobKey,
   }),
   jwt: Type.Object({
-    issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.'),
-    audience: Text('JWT_AUDIENCE', 'tessera', '`aud` of access tokens, checked on every request.'),
+    // Never empty: an empty issuer or audience would check nothing.
+    issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.', {
+      minLength: 1,
+    }),
+    audience: Text('JWT_AUDIENCE', 'tessera', '`aud` of access tokens, checked on every request.', {
+      minLength: 1,
+    }),
     privateKey: Optional(
       'JWT_PRIVATE_KEY',
       'PEM private key (Ed25519 → EdDSA, or P-256 → ES256). Production needs this or the next.',
@@ -101,20 +112,24 @@ export const GatewayConfigSchema = Type.Object({
         maximum: 300,
       },
     ),
-    accessTokenTtl: Int('ACCESS_TOKEN_TTL', 3600, 'Access-token lifetime, seconds.'),
+    accessTokenTtl: Int('ACCESS_TOKEN_TTL', 3600, 'Access-token lifetime, seconds (at most a week).', {
+      maximum: 7 * DAY,
+    }),
   }),
   sessions: Type.Object({
     refreshTokenTtl: Int(
       'REFRESH_TOKEN_TTL',
       2_592_000,
-      'Refresh-token lifetime, seconds; each refresh extends the session by this much.',
+      'Refresh-token lifetime, seconds (at most a year); each refresh extends the session by this much.',
+      { maximum: YEAR },
     ),
     refreshReuseGrace: Int(
       'REFRESH_REUSE_GRACE',
       10,
-      'Seconds after a rotation in which the old refresh token still returns the same new pair.',
+      'Seconds (at most 300) after a rotation in which the old refresh token still returns the same new pair.',
       {
         minimum: 0,
+        maximum: 300,
       },
     ),
   }),
@@ -126,14 +141,15 @@ export const GatewayConfigSchema = Type.Object({
         minLength: 32,
       },
     ),
-    ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds.'),
+    ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds (at most an hour).', { maximum: HOUR }),
     maxAttempts: Int('OTP_MAX_ATTEMPTS', 5, 'Wrong guesses that lock a code.'),
     resendCooldown: Int(
       'OTP_RESEND_COOLDOWN',
       60,
-      'Seconds before another code may be sent to the same email (reported as `resendIn`).',
+      'Seconds (at most an hour) before another code may be sent to the same email (reported as `resendIn`).',
       {
         minimum: 0,
+        maximum: HOUR,
       },
     ),
     maxSendsPerEmailPerHour: Int('OTP_MAX_SENDS_PER_EMAIL_PER_HOUR', 5, 'Codes per email per rolling hour.'),
@@ -155,7 +171,9 @@ export const GatewayConfigSchema = Type.Object({
       600,
       'The general limit: requests per client IP per window, on every route but the health probes.',
     ),
-    window: Int('RATE_LIMIT_WINDOW', 60, 'Window of the general limit, seconds.'),
+    window: Int('RATE_LIMIT_WINDOW', 60, 'Window of the general limit, seconds (at most a day).', {
+      maximum: DAY,
+    }),
   }),
   policies: Type.Object({
     privacyPolicyVersion: Text(
@@ -177,7 +195,8 @@ export const GatewayConfigSchema = Type.Object({
     usernameChangeCooldown: Int(
       'USERNAME_CHANGE_COOLDOWN',
       2_592_000,
-      'Seconds after a username change before the next one.',
+      'Seconds (at most a year) after a username change before the next one.',
+      { maximum: YEAR },
     ),
     minAge: Int('MIN_AGE', 13, 'Youngest age, in years, a birth date may give.', {
       minimum: 0,
@@ -186,32 +205,37 @@ export const GatewayConfigSchema = Type.Object({
     deletionGrace: Int(
       'ACCOUNT_DELETION_GRACE',
       2_592_000,
-      'Seconds between a deletion request and the erasure of the account.',
+      'Seconds (at most a year) between a deletion request and the erasure of the account.',
       {
         minimum: 0,
+        maximum: YEAR,
       },
     ),
     deletionSweepInterval: Int(
       'ACCOUNT_DELETION_SWEEP_INTERVAL',
       60,
-      'Seconds between two sweeps of a gateway process that erase the accounts whose deletion is due.',
+      'Seconds (at most a day) between two sweeps of a gateway process that erase the accounts whose deletion is due.',
+      { maximum: DAY },
     ),
   }),
   retention: Type.Object({
     sessionRetention: Int(
       'SESSION_RETENTION',
       2_592_000,
-      'Seconds an ended or expired session, and an expired refresh token, is kept before it is deleted.',
+      'Seconds (at most 10 years) an ended or expired session, and an expired refresh token, is kept before it is deleted.',
+      { maximum: 10 * YEAR },
     ),
     securityEventRetention: Int(
       'SECURITY_EVENT_RETENTION',
       31_536_000,
-      'Seconds a security event is kept before it is deleted.',
+      'Seconds (at most 10 years) a security event is kept before it is deleted.',
+      { maximum: 10 * YEAR },
     ),
     sweepInterval: Int(
       'RETENTION_SWEEP_INTERVAL',
       3600,
-      'Seconds between two runs of the retention sweep of a gateway process.',
+      'Seconds (at most a day) between two runs of the retention sweep of a gateway process.',
+      { maximum: DAY },
     ),
   }),
   docs: Type.Object({
@@ -283,10 +307,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
 }
 
 function parseTrustProxy(value: string): TrustProxy {
-  if (value === 'true' || value === 'false') return value === 'true';
+  if (value === 'true' || value === 'false' || value === '') return value === 'true';
   // A hop count: trust that many proxies in front of the gateway.
   if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);
-  return value.split(',').map((part) => part.trim());
+  const proxies = value.split(',').map((part) => part.trim());
+  for (const proxy of proxies) {
+    const [address = '', bits, ...rest] = proxy.split('/');
+    const version = isIP(address);
+    const cidr = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128));
+    if (!version || !cidr || rest.length > 0)
+      throw new ConfigError(
+        `Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses/CIDRs (got "${proxy}")`,
+      );
+  }
+  return proxies;
 }
 
 function parseOrigins(value: string): string[] {

@@ -47,10 +47,26 @@ describe('loadConfig', () => {
     expect(startupError({ MAILER_CONCURRENCY: '0' })).toContain('MAILER_CONCURRENCY');
   });
 
-  it('names an SMTP_URL that is not smtp:// or smtps://', () => {
+  it('names an SMTP_URL that is not smtp:// or smtps://, or no URL, without quoting its password', () => {
     expect(startupError({ SMTP_URL: 'http://smtp.example.com' })).toMatch(
       /^Invalid configuration: SMTP_URL /,
     );
+    expect(startupError({ SMTP_URL: 'smtps://mailer:S3CRET@smtp.example.com:46 5' })).toBe(
+      'Invalid configuration: SMTP_URL is not a valid URL',
+    );
+  });
+
+  it('names a MAIL_FROM that holds no address', () => {
+    for (const from of ['Tessera', ' ', 'Tessera <no-reply>'])
+      expect(startupError({ MAIL_FROM: from }), from).toMatch(
+        /^Invalid configuration: MAIL_FROM must be an address/,
+      );
+    for (const from of [
+      'no-reply@example.com',
+      'Tessera <no-reply@example.com>',
+      '"Tessera, Inc." <a@b.example>',
+    ])
+      expect(loadConfig({ MAIL_FROM: from }).smtp.from).toBe(from);
   });
 
   it('names an operations knob out of range', () => {

@@ -1,6 +1,13 @@
 import os from 'node:os';
 import path from 'node:path';
-import { parseSetting, readConfig, requireInProduction, shared, variable } from '@tessera/config';
+import {
+  ConfigError,
+  parseSetting,
+  readConfig,
+  requireInProduction,
+  shared,
+  variable,
+} from '@tessera/config';
 import { type MailJobKeys, parseMailJobKeys } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
@@ -126,11 +133,21 @@ type Env = Static<typeof MailerConfigSchema>;
 /** The mailer's configuration: the schema's shape, with `MAIL_JOB_KEY` parsed. */
 export type MailerConfig = Readonly<Omit<Env, 'mailJobKey'> & { mailJobKeys: MailJobKeys }>;
 
+// `address@example.com`, or `Name <address@example.com>`.
+const SENDER = /^(?:[^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/;
+
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   const { mailJobKey, ...config } = readConfig(MailerConfigSchema, env);
   // Checked on the raw environment: MAIL_FROM has a default that production must not rely on.
   requireInProduction(env, [['SMTP_URL'], ['MAIL_FROM'], ['MAIL_JOB_KEY']]);
+  // Not quoted back: the URL holds the SMTP password.
+  if (config.smtp.url !== undefined && !URL.canParse(config.smtp.url))
+    throw new ConfigError('Invalid configuration: SMTP_URL is not a valid URL');
+  if (!SENDER.test(config.smtp.from.trim()))
+    throw new ConfigError(
+      'Invalid configuration: MAIL_FROM must be an address, such as `Tessera <no-reply@example.com>` or `no-reply@example.com`',
+    );
   return Object.freeze({ ...config, mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey)) });
 }
 
