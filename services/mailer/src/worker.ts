@@ -227,7 +227,9 @@ export function createMailWorker({
       await warnIfNotDurable(probe, logger);
     },
     async close() {
-      await worker.close();
+      // With Redis away, no job could record its end, and BullMQ would wait for Redis for good: the
+      // worker stops at once, and its active jobs are taken up again (stalled) once Redis is back.
+      await worker.close(probe.status !== 'ready');
       stopObserving();
       await queue.close();
       await Promise.all([closeRedis(connection), closeRedis(probe)]);

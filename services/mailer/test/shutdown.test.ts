@@ -11,7 +11,13 @@ import {
   sealCode,
   sendOtpJobId,
 } from '@tessera/contracts';
-import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@tessera/testing';
+import {
+  createTestRedis,
+  type SmtpSink,
+  startPrivateRedis,
+  startSmtpSink,
+  type TestRedis,
+} from '@tessera/testing';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
@@ -46,7 +52,7 @@ afterAll(async () => {
   await redis?.flush();
 });
 
-function startMailer() {
+function startMailer(env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: mailerDir,
     env: {
@@ -62,6 +68,7 @@ function startMailer() {
       MAILER_CONCURRENCY: String(CONCURRENCY),
       MAILER_METRICS_PORT: '0',
       MAILER_METRICS_HOST: '127.0.0.1',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -135,3 +142,25 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
   }
   expect(await queue.getJobCounts('failed', 'delayed')).toEqual({ failed: 0, delayed: 0 });
 }, 40_000);
+
+it('SIGTERM while Redis is down exits 0 at once, instead of waiting out the drain deadline', async () => {
+  const away = await startPrivateRedis();
+  try {
+    // A deadline that a shutdown waiting for Redis would reach within the test: it then exits 1.
+    const from = output.length;
+    const mailer = startMailer({ REDIS_URL: away.url, SHUTDOWN_TIMEOUT: '10' });
+    await until(() => output.slice(from).join('').includes('"msg":"mailer ready"'), 'the mailer to be ready');
+    const operations = /"operations":"([^"]+)"/.exec(output.slice(from).join(''))?.[1];
+    await away.stop();
+    // Once the mailer sees Redis gone (its readiness says so), the signal comes.
+    await until(
+      async () => (await fetch(`${operations}/health/ready`)).status === 503,
+      'Redis reported down',
+    );
+    mailer.child.kill('SIGTERM');
+
+    expect(await mailer.exited, output.join('')).toBe(0);
+  } finally {
+    await away.remove();
+  }
+}, 30_000);
