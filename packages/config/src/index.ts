@@ -185,6 +185,23 @@ export function loadOrExit<T>(load: () => T): T {
   }
 }
 
+/**
+ * A start-up step (connecting, listening), or the end of the process with one line saying which
+ * step failed and why (exit code 1): `Tessera gateway failed to start: OPS_HOST, OPS_PORT: listen
+ * EADDRNOTAVAIL …`.
+ */
+export async function startOrExit<T>(service: string, step: string, start: Promise<T>): Promise<T> {
+  try {
+    return await start;
+  } catch (error) {
+    // With its cause, which says why a dependency is unavailable (`database "x" does not exist`).
+    const { message, cause } = error as Error;
+    const why = cause instanceof Error ? `${message}: ${cause.message}` : message;
+    console.error(`Tessera ${service} failed to start: ${step}${why}`);
+    process.exit(1);
+  }
+}
+
 export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     for (const child of Object.values(value)) deepFreeze(child);

@@ -1,5 +1,5 @@
 import { flushCompileCache } from 'node:module';
-import { loadOrExit } from '@tessera/config';
+import { loadOrExit, startOrExit } from '@tessera/config';
 import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
@@ -11,16 +11,17 @@ import { readinessChecks } from './modules/health/readiness.ts';
  */
 const config = loadOrExit(loadConfig);
 
-const app = await buildApp(config).catch((error: Error) => {
-  console.error(`Tessera gateway failed to start: ${error.message}`);
-  process.exit(1);
-});
+const app = await startOrExit('gateway', '', buildApp(config));
 
-const operations = await startOperationsServer({
-  host: config.http.opsHost,
-  port: config.http.opsPort,
-  checks: readinessChecks(app.db, app.redis),
-});
+const operations = await startOrExit(
+  'gateway',
+  'OPS_HOST, OPS_PORT: ',
+  startOperationsServer({
+    host: config.http.opsHost,
+    port: config.http.opsPort,
+    checks: readinessChecks(app.db, app.redis),
+  }),
+);
 
 closeGracefully({
   timeoutMs: config.shutdownTimeout * 1000,
@@ -42,5 +43,5 @@ closeGracefully({
 // writes what the cache lacked. A no-op without NODE_COMPILE_CACHE.
 flushCompileCache();
 
-await app.listen({ port: config.http.port, host: config.http.host });
+await startOrExit('gateway', 'HOST, PORT: ', app.listen({ port: config.http.port, host: config.http.host }));
 app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');

@@ -1,5 +1,5 @@
 import { flushCompileCache } from 'node:module';
-import { loadOrExit } from '@tessera/config';
+import { loadOrExit, startOrExit } from '@tessera/config';
 import {
   closeGracefully,
   type OperationsServer,
@@ -42,15 +42,19 @@ closeGracefully({
   },
 });
 
-operations = await startOperationsServer({
-  host: config.ops.host,
-  port: config.ops.port,
-  checks: {
-    redis: mailWorker.ping,
-    // Without SMTP_URL mail goes to the outbox folder, which needs no server.
-    ...(transport.delivery === 'smtp' && { smtp: transport.verify }),
-  },
-});
+operations = await startOrExit(
+  'mailer',
+  'MAILER_METRICS_HOST, MAILER_METRICS_PORT: ',
+  startOperationsServer({
+    host: config.ops.host,
+    port: config.ops.port,
+    checks: {
+      redis: mailWorker.ping,
+      // Without SMTP_URL mail goes to the outbox folder, which needs no server.
+      ...(transport.delivery === 'smtp' && { smtp: transport.verify }),
+    },
+  }),
+);
 
 // Every module is loaded: Node's copy of their compile cache is freed, after it writes what the
 // cache lacked. A no-op without NODE_COMPILE_CACHE.

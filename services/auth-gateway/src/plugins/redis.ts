@@ -1,3 +1,4 @@
+import { DependencyUnavailableError } from '@tessera/contracts';
 import {
   closeRedis,
   createRedis,
@@ -20,12 +21,22 @@ declare module 'fastify' {
  */
 export default fp<RedisTarget & { keyPrefix: string }>(
   async function redisPlugin(app, { keyPrefix, ...target }) {
-    const redis = createRedis(target, 'commands', (err) => app.log.warn({ err }, 'Redis connection error'), {
-      keyPrefix,
-    });
+    let lastError: Error | undefined;
+    const redis = createRedis(
+      target,
+      'commands',
+      (err) => {
+        lastError = err;
+        app.log.warn({ err }, 'Redis connection error');
+      },
+      { keyPrefix },
+    );
     app.decorate<RedisClient>('redis', redis);
     app.addHook('onClose', () => closeRedis(redis));
-    await redis.connect();
+    // Why it could not connect (ECONNREFUSED, WRONGPASS…), rather than ioredis's "Connection is closed".
+    await redis.connect().catch((error: Error) => {
+      throw new DependencyUnavailableError('redis', { cause: lastError ?? error });
+    });
     await warnIfNotDurable(redis, app.log);
   },
   { name: 'redis' },
