@@ -1,5 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
+import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
+import { createSessions } from '../src/modules/sessions/sessions.ts';
+import { signingKeyFromPem } from '../src/modules/tokens/keys.ts';
+import { createTokenService } from '../src/modules/tokens/tokens.service.ts';
 import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const REVOKE = '/api/v1/auth/revoke-token';
@@ -149,6 +154,47 @@ describe('POST /api/v1/auth/logout', () => {
     } finally {
       await own.close();
     }
+  });
+});
+
+describe('a refresh racing a logout', () => {
+  it('does not bring back the session the logout ended after the refresh had rotated its token', async () => {
+    const { refreshToken, accessToken } = await signIn(gateway.app, 'zoe@example.com');
+    const { app, config } = gateway;
+    const store = createActiveSessionStore(app.redis);
+    // The interleaving: the rotation commits, then the logout ends the session and deletes its key,
+    // then the refresh moves the key's expiry.
+    let loggedOut = false;
+    const sessions = createSessions({
+      db: app.db,
+      activeSessions: {
+        ...store,
+        async extend(sessionId, expiresAt, now) {
+          loggedOut = (await post(app, LOGOUT, {}, bearer(accessToken))).statusCode === 200;
+          return store.extend(sessionId, expiresAt, now);
+        },
+      },
+      tokens: createTokenService({
+        signingKey: signingKeyFromPem(config.jwt.privateKey ?? ''),
+        issuer: config.jwt.issuer,
+        audience: config.jwt.audience,
+        accessTokenTtl: config.jwt.accessTokenTtl,
+        clock,
+      }),
+      securityLog: createSecurityLog(app.db, app.log),
+      clock,
+      log: app.log,
+      accessTokenTtl: config.jwt.accessTokenTtl,
+      refreshTokenTtl: config.sessions.refreshTokenTtl,
+      refreshReuseGrace: config.sessions.refreshReuseGrace,
+    });
+
+    const refreshed = sessions.refresh(refreshToken, { ipAddress: '127.0.0.1', userAgent: null });
+
+    await expect(refreshed).rejects.toMatchObject({ statusCode: 401 });
+    expect(loggedOut).toBe(true);
+    expect((await list(accessToken)).statusCode).toBe(401);
+    expect(await store.isActive(sidOf(accessToken))).toBe(false);
   });
 });
 
