@@ -55,6 +55,8 @@ type InputProps = FieldProps & {
   inputMode?: 'text' | 'numeric' | 'email';
   maxLength?: number;
   spellcheck?: boolean;
+  /** What the field keeps of what was typed or pasted (the code's digits, say); shown as kept. */
+  normalize?: (value: string) => string;
 };
 
 export function TextField(props: InputProps) {
@@ -66,7 +68,13 @@ export function TextField(props: InputProps) {
         // Preact's types tell input types apart by a literal; both of these are text boxes.
         type={type as 'text'}
         value={value}
-        onInput={(event) => onInput(event.currentTarget.value)}
+        onInput={(event) => {
+          const typed = event.currentTarget.value;
+          const kept = props.normalize ? props.normalize(typed) : typed;
+          // Set here too: when what is kept does not change, no render would put it back.
+          if (kept !== typed) event.currentTarget.value = kept;
+          onInput(kept);
+        }}
         autoComplete={props.autoComplete}
         inputMode={props.inputMode}
         maxLength={props.maxLength}

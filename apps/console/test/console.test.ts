@@ -10,7 +10,14 @@ import { createTransport, type MailTransport } from '@tessera/mailer/transport';
 import { type SmtpSink, startSmtpSink } from '@tessera/testing';
 import type { AxeResults } from 'axe-core';
 import pino from 'pino';
-import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContext,
+  chromium,
+  type Locator,
+  type Page,
+  type Route,
+} from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type TestGateway } from '../../../services/auth-gateway/test/helpers.ts';
@@ -208,6 +215,12 @@ async function expectNoSidewaysScroll(page: Page) {
       .map((element) => `${element.tagName.toLowerCase()}#${element.id}.${element.className}`),
   );
   expect(overflowing).toEqual([]);
+  // Text running out of a box that itself fits (a long address in a paragraph) widens the page too.
+  const { pageWidth, windowWidth } = await page.evaluate(() => ({
+    pageWidth: document.documentElement.scrollWidth,
+    windowWidth: window.innerWidth,
+  }));
+  expect(pageWidth, 'the page is wider than the window').toBeLessThanOrEqual(windowWidth);
 }
 
 const isFocused = (locator: Locator) => locator.evaluate((element) => element === document.activeElement);
@@ -243,6 +256,20 @@ async function screenshot(page: Page, name: string, until?: Locator) {
 
 const alertText = async (scope: Page | Locator) =>
   (await scope.getByRole('alert').first().innerText()).trim();
+
+/** Answers a request as the gateway does while Postgres or Redis is away. */
+const serviceUnavailable = (route: Route) =>
+  route.fulfill({
+    status: 503,
+    contentType: 'application/json',
+    body: JSON.stringify({
+      isSuccess: false,
+      statusCode: 503,
+      data: null,
+      errors: ['Service unavailable'],
+      timestamp: new Date().toISOString(),
+    }),
+  });
 
 // ---------------------------------------------------------------------------------------------
 
@@ -293,6 +320,84 @@ describe('sign-in', () => {
     expect(await alertText(page)).toMatch(
       /^Too many codes were requested for this email\. Try again in (\d+ minutes|1 hour)\.$/,
     );
+    // The refusal replaces the last "on its way", and is about sending, not about the code typed.
+    expect(await page.getByText(/A new code is on its way/).count()).toBe(0);
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    expect(await codeBox.getAttribute('aria-invalid')).toBeNull();
+    expect(await codeBox.getAttribute('aria-describedby')).toBeNull();
+    await expectAccessible(page, 'sign-in, new code refused');
+  });
+
+  it('counts down to when a new code may be sent, and sends none before', async () => {
+    // The page's clock is Playwright's, so a 30-second cooldown takes no time to wait out.
+    const context = await newContext();
+    await context.clock.install();
+    const page = await openConsole(context);
+    let sends = 0;
+    await page.route('**/api/v1/auth/send-otp-email', async (route) => {
+      sends += 1;
+      const response = await route.fetch();
+      const answer = await response.json();
+      answer.data.resendIn = 30;
+      await route.fulfill({ response, json: answer });
+    });
+    const email = newEmail('patient');
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    await page.getByRole('button', { name: 'Send code' }).click();
+    const resend = page.getByRole('button', { name: 'Send a new code' });
+    await resend.waitFor();
+    expect(await resend.getAttribute('aria-disabled')).toBe('true');
+    const wait = page.locator(`#${await resend.getAttribute('aria-describedby')}`);
+    expect(await wait.innerText()).toMatch(/^You can send a new code in (30|29) seconds\.$/);
+
+    // Asked for too early, nothing is sent and nothing contradicts the countdown.
+    await resend.focus();
+    await page.keyboard.press('Enter');
+    await page.clock.fastForward(10_000);
+    await expect.poll(() => wait.innerText()).toMatch(/^You can send a new code in (20|19) seconds\.$/);
+    expect(sends).toBe(1);
+    expect(await page.getByRole('alert').count()).toBe(0);
+
+    await page.clock.fastForward(20_000);
+    await expect.poll(() => resend.getAttribute('aria-disabled')).toBeNull();
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('status')
+      .filter({ hasText: `A new code is on its way to ${email}.` })
+      .waitFor();
+    expect(sends).toBe(2);
+    expect(await isFocused(resend)).toBe(true);
+    expect(await resend.getAttribute('aria-disabled')).toBe('true');
+    await page.getByRole('textbox', { name: 'Code' }).fill(await codeFromEmail(email, 1));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+  });
+
+  it('takes a pasted code with spaces around it', async () => {
+    const page = await openConsole(await newContext());
+    const email = newEmail('paste');
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    await page.getByRole('button', { name: 'Send code' }).click();
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    await codeBox.fill(` ${await codeFromEmail(email, 0)} `);
+    expect(await codeBox.getAttribute('inputmode')).toBe('numeric');
+    expect(await codeBox.getAttribute('autocomplete')).toBe('one-time-code');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+  });
+
+  it('wraps a long address on a phone instead of scrolling sideways', async () => {
+    const page = await openConsole(await newContext({ width: 375, height: 700 }));
+    const email = 'a.very.long.email.address.for.testing@subdomain.example-company.com';
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    await page.getByRole('button', { name: 'Send code' }).click();
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    await codeBox.waitFor();
+    await expectNoSidewaysScroll(page);
+    await codeBox.fill(await codeFromEmail(email, 0));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText(`Signed in as ${email}.`).waitFor();
+    await expectNoSidewaysScroll(page);
   });
 
   it('asks for an email address before sending anything', async () => {
@@ -404,19 +509,7 @@ describe('account', () => {
 
     // While the service is down, a sign-out fails: the device stays listed, and the page says why.
     const sessionRoutes = (url: URL) => url.pathname.startsWith('/api/v1/auth/sessions');
-    await page.route(sessionRoutes, (route) =>
-      route.fulfill({
-        status: 503,
-        contentType: 'application/json',
-        body: JSON.stringify({
-          isSuccess: false,
-          statusCode: 503,
-          data: null,
-          errors: ['Service unavailable'],
-          timestamp: new Date().toISOString(),
-        }),
-      }),
-    );
+    await page.route(sessionRoutes, serviceUnavailable);
     await other.getByRole('button', { name: 'Sign out' }).click();
     await sessions.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
     expect(await items.count()).toBe(2);
@@ -462,6 +555,102 @@ describe('account', () => {
     await sessions.getByRole('button', { name: 'Sign out everywhere' }).click();
     await page.getByText('You signed out on every device.').waitFor();
     await page.getByRole('textbox', { name: 'Email' }).waitFor();
+  });
+
+  it('keeps the focus on a button while its action runs, and runs it once', async () => {
+    const mary = await registeredPerson('Mary', 'Jackson');
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, mary.email);
+    await page.getByRole('heading', { level: 1, name: 'Mary Jackson' }).waitFor();
+    const profile = page.getByRole('region', { name: 'Profile' });
+    const save = profile.getByRole('button', { name: 'Save' });
+
+    // The save is held until a second Enter has been pressed on the busy button.
+    let patches = 0;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const me = (url: URL) => url.pathname === '/api/v1/users/me';
+    await page.route(me, async (route) => {
+      if (route.request().method() !== 'PATCH') return route.fallback();
+      patches += 1;
+      await held;
+      await route.fallback();
+    });
+    await profile.getByRole('textbox', { name: 'Bio' }).fill('Wind tunnels.');
+    await save.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => patches).toBe(1);
+    expect(await save.getAttribute('aria-disabled')).toBe('true');
+    await page.keyboard.press('Enter');
+    expect(await isFocused(save)).toBe(true);
+    release();
+    await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect(await isFocused(save)).toBe(true);
+    await expect.poll(() => save.getAttribute('aria-disabled')).toBeNull();
+    expect(patches).toBe(1);
+    await page.unroute(me);
+
+    // A failure is read out from its alert; the focus stays where the person was.
+    await page.route(me, (route) =>
+      route.request().method() === 'PATCH' ? serviceUnavailable(route) : route.fallback(),
+    );
+    await profile.getByRole('textbox', { name: 'Bio' }).fill('Wind tunnels, and the law.');
+    await save.focus();
+    await page.keyboard.press('Enter');
+    await profile.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
+    expect(await isFocused(save)).toBe(true);
+    await page.unroute(me);
+
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    const everywhere = sessions.getByRole('button', { name: 'Sign out everywhere' });
+    const logout = (url: URL) => url.pathname === '/api/v1/auth/logout';
+    await page.route(logout, serviceUnavailable);
+    await everywhere.focus();
+    await page.keyboard.press('Enter');
+    await sessions.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
+    expect(await isFocused(everywhere)).toBe(true);
+    await expect.poll(() => everywhere.getAttribute('aria-disabled')).toBeNull();
+    await page.unroute(logout);
+
+    // Signing out another device takes its row away: the focus goes to the list's heading.
+    const other = sessions.getByRole('listitem').filter({ hasNotText: 'This device' });
+    await other.getByRole('button', { name: 'Sign out' }).focus();
+    await page.keyboard.press('Enter');
+    await sessions.getByRole('status').filter({ hasText: 'Signed out node.' }).waitFor();
+    expect(await isFocused(sessions.getByRole('heading', { name: 'Sessions' }))).toBe(true);
+  });
+
+  it('says when this device could not be signed out, stays signed in, and signs out on a retry', async () => {
+    const person = await registeredPerson('Evelyn', 'Boyd');
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Evelyn Boyd' }).waitFor();
+
+    const sessionRoutes = (url: URL) => url.pathname.startsWith('/api/v1/auth/sessions');
+    await page.route(sessionRoutes, (route) => route.abort('internetdisconnected'));
+    const signOut = page.getByRole('button', { name: 'Sign out of this device' });
+    await signOut.click();
+    await page
+      .getByRole('alert')
+      .filter({
+        hasText: /^This device could not be signed out, so it stays signed in\. Cannot reach the server\./,
+      })
+      .waitFor();
+    expect(await page.getByText('You signed out of this device.').count()).toBe(0);
+    expect(await page.getByRole('heading', { level: 1, name: 'Evelyn Boyd' }).isVisible()).toBe(true);
+    // Still signed in on the server, and still able to try again.
+    const token = await tokenOf(page);
+    expect((await api('GET', '/api/v1/users/me', undefined, token)).email).toBe(person.email);
+    expect(await isFocused(signOut)).toBe(true);
+
+    await page.unroute(sessionRoutes);
+    await signOut.click();
+    await page.getByRole('status').filter({ hasText: 'You signed out of this device.' }).waitFor();
+    await expect
+      .poll(() => api('GET', '/api/v1/users/me', undefined, token).catch((error: Error) => error.message))
+      .toMatch(/401/);
   });
 
   it('drops a page of activity that arrives after the list reloaded, instead of adding stale events', async () => {
@@ -578,8 +767,12 @@ describe('one person, several places', () => {
     await second.getByRole('heading', { level: 1, name: 'Dorothy Vaughan' }).waitFor();
 
     await first.getByRole('button', { name: 'Sign out of this device' }).click();
-    await first.getByText('You signed out of this device.').waitFor();
-    await second.getByText(/^Your session has ended/).waitFor();
+    // Why the sign-in form is back is a status, read out on arrival.
+    await first.getByRole('status').filter({ hasText: 'You signed out of this device.' }).waitFor();
+    await second
+      .getByRole('status')
+      .filter({ hasText: /^Your session has ended/ })
+      .waitFor();
     expect(await second.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
   });
 });

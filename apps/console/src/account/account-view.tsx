@@ -1,6 +1,8 @@
 import type { User } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
+import { failureText, isFailure } from '../failure-text.ts';
 import { DeleteAccountSection, DeletionScheduled } from './deletion.tsx';
 import { ProfileSection } from './profile-section.tsx';
 import { SecurityActivity } from './security-activity.tsx';
@@ -14,6 +16,8 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   const { tessera, signedOut, leaving } = useConsole();
   const [user, setUser] = useState(initialUser);
   const [status, setStatus] = useState('');
+  const [signOutError, setSignOutError] = useState<string | undefined>();
+  const { busy, run } = useBusy();
   // Bumped after anything that adds a security event or ends a session, and when the tab is shown
   // again: the lists reload, and a session ended meanwhile is noticed then.
   const [refreshKey, setRefreshKey] = useState(0);
@@ -32,13 +36,25 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   }, []);
 
   async function signOutHere() {
+    setSignOutError(undefined);
     leaving.current = true;
     try {
       // Ending this device's session also makes the client forget its tokens.
-      for await (const session of tessera.sessions.all())
-        if (session.current) await tessera.sessions.end(session._id);
-    } catch {
-      // Ended already, or the API is away: forgetting the tokens here is what is left to do.
+      for await (const session of tessera.sessions.all()) {
+        if (!session.current) continue;
+        await tessera.sessions.end(session._id);
+        break;
+      }
+    } catch (failure) {
+      // 401: the session had ended already; 404 or 409: it ended meanwhile. Anything else (no
+      // answer, a 5xx) left it active on the server: say so, stay signed in, and let them try again.
+      if (!isFailure(failure) || ![401, 404, 409].includes(failure.status)) {
+        leaving.current = false;
+        setSignOutError(
+          `This device could not be signed out, so it stays signed in. ${failureText(failure)}`,
+        );
+        return;
+      }
     }
     await tessera.signOutLocally();
     signedOut('here');
@@ -58,10 +74,15 @@ export function AccountView({ initialUser }: { initialUser: User }) {
             {user.username && ` · @${user.username}`}
           </p>
         </div>
-        <button type="button" class="secondary" onClick={() => void signOutHere()}>
+        <Button type="button" class="secondary" busy={busy} onClick={() => void run(signOutHere)}>
           Sign out of this device
-        </button>
+        </Button>
       </div>
+      {signOutError && (
+        <p class="alert" role="alert">
+          {signOutError}
+        </p>
+      )}
       <p role="status" class="status">
         {status}
       </p>

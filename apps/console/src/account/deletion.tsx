@@ -1,5 +1,6 @@
 import type { User } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, isFailure } from '../failure-text.ts';
 import { formatDate, formatDateTime } from '../format.ts';
@@ -17,7 +18,7 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
   const { tessera, sessionEnded } = useConsole();
   const dialog = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { busy, run } = useBusy();
 
   function open() {
     setError(undefined);
@@ -26,7 +27,6 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
   }
 
   async function confirm() {
-    setBusy(true);
     setError(undefined);
     try {
       const user = await tessera.users.requestDeletion();
@@ -42,8 +42,6 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
         dialog.current?.close();
         onScheduled(user);
       } else setError(failureText(failure));
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -70,9 +68,9 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
           </p>
         )}
         <div class="actions">
-          <button type="button" class="danger" disabled={busy} onClick={() => void confirm()}>
+          <Button type="button" class="danger" busy={busy} onClick={() => void run(confirm)}>
             Delete my account
-          </button>
+          </Button>
           {/* biome-ignore lint/a11y/noAutofocus: an opened confirmation starts on the safe choice */}
           <button type="button" class="secondary" autoFocus onClick={() => dialog.current?.close()}>
             Keep my account
@@ -95,7 +93,7 @@ export function DeletionScheduled({
 }) {
   const { tessera, sessionEnded } = useConsole();
   const [error, setError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { busy, run } = useBusy();
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
@@ -103,7 +101,6 @@ export function DeletionScheduled({
   }, [focus]);
 
   async function cancel() {
-    setBusy(true);
     setError(undefined);
     try {
       onCancelled(await tessera.users.cancelDeletion());
@@ -114,10 +111,7 @@ export function DeletionScheduled({
         isFailure(failure) && failure.status === 409 ? await reloaded(tessera, sessionEnded) : undefined;
       if (user === null) return;
       if (user && user.accountDeletionStatus !== 'scheduled') onCancelled(user);
-      else {
-        setError(failureText(failure));
-        setBusy(false);
-      }
+      else setError(failureText(failure));
     }
   }
 
@@ -138,9 +132,9 @@ export function DeletionScheduled({
           {error}
         </p>
       )}
-      <button type="button" disabled={busy} onClick={() => void cancel()}>
+      <Button type="button" busy={busy} onClick={() => void run(cancel)}>
         Cancel deletion
-      </button>
+      </Button>
     </section>
   );
 }

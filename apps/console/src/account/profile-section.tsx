@@ -1,5 +1,6 @@
 import type { User, UserPatch } from '@tessera/client';
 import { useMemo, useState } from 'preact/hooks';
+import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { SelectField, TextAreaField, TextField } from '../fields.tsx';
@@ -36,7 +37,7 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
   const [problems, setProblems] = useState<Partial<Record<ProfileField, string>>>({});
   const [formError, setFormError] = useState<string | undefined>();
   const [status, setStatus] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, run } = useBusy();
   const zones = useMemo(() => timeZoneOptions(form.timezone), [form.timezone]);
 
   const edit = (field: ProfileField) => (value: string) => {
@@ -45,10 +46,13 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
     setStatus('');
   };
 
-  async function save(event: Event) {
+  function save(event: Event) {
     event.preventDefault();
     const element = event.currentTarget as HTMLFormElement;
-    setBusy(true);
+    void run(() => saveForm(element));
+  }
+
+  async function saveForm(element: HTMLFormElement) {
     setFormError(undefined);
     setProblems({});
     setStatus('');
@@ -69,8 +73,6 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
         if (other.length > 0) setFormError(other.join(' '));
         setTimeout(() => element.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
       } else setFormError(failureText(error));
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -136,9 +138,9 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
           </p>
         )}
         <div class="actions">
-          <button type="submit" disabled={busy}>
+          <Button type="submit" busy={busy}>
             Save
-          </button>
+          </Button>
           <p role="status" class="status">
             {status}
           </p>

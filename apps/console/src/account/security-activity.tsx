@@ -1,5 +1,6 @@
 import type { SecurityEvent } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Button } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText } from '../failure-text.ts';
@@ -70,14 +71,14 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
       )}
       {hasMore && (
         <div class="actions">
-          <button
+          <Button
             type="button"
             class="secondary"
-            disabled={busy}
+            busy={busy}
             onClick={() => void load(page + 1, events ?? [])}
           >
             Show more
-          </button>
+          </Button>
         </div>
       )}
     </section>

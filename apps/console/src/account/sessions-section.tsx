@@ -1,5 +1,6 @@
 import type { Session } from '@tessera/client';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText, isFailure } from '../failure-text.ts';
@@ -11,7 +12,8 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
   const [sessions, setSessions] = useState<Session[] | null>(null);
   const [error, setError] = useState<string | undefined>();
   const [status, setStatus] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, run } = useBusy();
+  const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
     let current = true;
@@ -35,7 +37,6 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
   }, [refreshKey, tessera, sessionEnded]);
 
   async function end(session: Session) {
-    setBusy(true);
     setError(undefined);
     try {
       await tessera.sessions.end(session._id);
@@ -48,15 +49,14 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
         setError(failureText(failure));
         return;
       }
-    } finally {
-      setBusy(false);
     }
+    // Its row, and the focused button in it, go away: the focus goes to the list's heading.
+    heading.current?.focus();
     setSessions((list) => list?.filter((item) => item._id !== session._id) ?? null);
     onChanged();
   }
 
   async function endAll() {
-    setBusy(true);
     setError(undefined);
     leaving.current = true;
     try {
@@ -64,7 +64,6 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
       signedOut('everywhere');
     } catch (failure) {
       leaving.current = false;
-      setBusy(false);
       if (!sessionEnded(failure)) setError(failureText(failure));
     }
   }
@@ -72,7 +71,9 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
   const now = new Date();
   return (
     <section class="card" aria-labelledby="sessions-heading">
-      <h2 id="sessions-heading">Sessions</h2>
+      <h2 id="sessions-heading" ref={heading} tabIndex={-1}>
+        Sessions
+      </h2>
       <p class="muted">Where your account is signed in now.</p>
       {sessions === null && !error && <p>Loading sessions…</p>}
       {sessions && (
@@ -93,15 +94,15 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
                 </p>
               </div>
               {!session.current && (
-                <button
+                <Button
                   type="button"
                   class="secondary"
-                  disabled={busy}
+                  busy={busy}
                   aria-describedby={`session-${session._id}`}
-                  onClick={() => void end(session)}
+                  onClick={() => void run(() => end(session))}
                 >
                   Sign out
-                </button>
+                </Button>
               )}
             </li>
           ))}
@@ -116,9 +117,9 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
         {status}
       </p>
       <div class="actions">
-        <button type="button" class="danger secondary" disabled={busy} onClick={() => void endAll()}>
+        <Button type="button" class="danger secondary" busy={busy} onClick={() => void run(endAll)}>
           Sign out everywhere
-        </button>
+        </Button>
       </div>
     </section>
   );

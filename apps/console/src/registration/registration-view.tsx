@@ -1,5 +1,6 @@
 import type { Registration, User, UserPatch } from '@tessera/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { CheckField, TextField } from '../fields.tsx';
@@ -24,7 +25,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
   const [consent, setConsent] = useState(consentGiven);
   const [problems, setProblems] = useState<Problems>({});
   const [formError, setFormError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { busy, run } = useBusy();
   const heading = useRef<HTMLHeadingElement>(null);
   const form = useRef<HTMLFormElement>(null);
 
@@ -47,8 +48,12 @@ export function RegistrationView({ registration, user }: { registration: Registr
     setTimeout(() => form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
   }
 
-  async function submit(event: Event) {
+  function submit(event: Event) {
     event.preventDefault();
+    void run(send);
+  }
+
+  async function send() {
     const found: Problems = {};
     if (!name.trim()) found.name = 'Enter your name.';
     if (!surname.trim()) found.surname = 'Enter your surname.';
@@ -75,12 +80,10 @@ export function RegistrationView({ registration, user }: { registration: Registr
       if (consent) patch.consentFormVersion = policies.consentFormVersion;
     }
 
-    setBusy(true);
     try {
       await tessera.users.update(patch);
       enter();
     } catch (error) {
-      setBusy(false);
       if (sessionEnded(error)) return;
       if (isFailure(error) && (error.status === 400 || error.status === 409)) {
         const { byField, other } = fieldProblems(error, LABELS);
@@ -150,9 +153,9 @@ export function RegistrationView({ registration, user }: { registration: Registr
             {formError}
           </p>
         )}
-        <button type="submit" disabled={busy}>
+        <Button type="submit" busy={busy}>
           Continue
-        </button>
+        </Button>
       </form>
     </main>
   );
