@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { freePort, type ServiceProcess, type SmtpSink, startService, waitUntil } from '@tessera/testing';
+import { type ServiceProcess, type SmtpSink, startGatewayProcess, startService } from '@tessera/testing';
 
 // Tessera as an operator runs it, for the fault tests: the gateway and the mailer as processes in
 // production mode, pointed at the servers the test owns.
@@ -34,8 +34,6 @@ export interface Tessera {
 
 export async function startTessera(backends: Backends, env: Record<string, string> = {}): Promise<Tessera> {
   const { sink } = backends;
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
   const shared = {
     APP_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -45,11 +43,10 @@ export async function startTessera(backends: Backends, env: Record<string, strin
     SHUTDOWN_TIMEOUT: '10',
     ...env,
   };
-  const gateway = startService('gateway', {
+  const { gateway, url: baseUrl } = await startGatewayProcess({
     ...shared,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    OPS_PORT: '0',
+    // Its listening address, which startGatewayProcess waits for, is logged at info.
+    LOG_LEVEL: 'info',
     DATABASE_URL: backends.databaseUrl,
     ...(backends.keyPrefix && { REDIS_KEY_PREFIX: backends.keyPrefix }),
     JWT_PRIVATE_KEY: generateKeyPairSync('ed25519')
@@ -75,12 +72,6 @@ export async function startTessera(backends: Backends, env: Record<string, strin
   }
 
   const seen = new Set<object>();
-  await waitUntil(`gateway ready\n${gateway.output()}`, () =>
-    fetch(`${baseUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    ),
-  );
 
   return {
     baseUrl,

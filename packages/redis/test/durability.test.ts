@@ -1,53 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, durabilityProblems } from '../src/index.ts';
 
-const servers: Array<{ child: ChildProcess; dir: string }> = [];
+const servers: PrivateRedis[] = [];
 afterAll(async () => {
-  for (const { child, dir } of servers) {
-    child.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+  await Promise.all(servers.map((server) => server.remove()));
 });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  return port;
-}
 
 /** A private redis-server of this test's own, started with `args`. */
 async function redisServer(...args: string[]): Promise<string> {
-  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-redis-'))];
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args],
-    {
-      stdio: 'ignore',
-    },
-  );
-  servers.push({ child, dir });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const client = createRedis({ url, clusterNodes: '' }, 'commands', () => {}, {
-      retryStrategy: () => null,
-    });
-    const up = await client.connect().then(
-      () => true,
-      () => false,
-    );
-    await closeRedis(client);
-    if (up) return url;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('redis-server did not start');
+  const server = await startPrivateRedis(args);
+  servers.push(server);
+  return server.url;
 }
 
 async function problemsOf(url: string): Promise<string[]> {

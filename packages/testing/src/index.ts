@@ -2,9 +2,11 @@ export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts'
 export {
   createDatabase,
   freePort,
+  type Gateway,
   type PrivatePostgres,
   type PrivateRedis,
   type ServiceProcess,
+  startGatewayProcess,
   startPrivatePostgres,
   startPrivateRedis,
   startService,

@@ -48,19 +48,30 @@ export interface PrivateRedis {
   remove(): Promise<void>;
 }
 
-/** A redis-server of the test's own on a free port, started with `args` (e.g. `--appendonly yes`). */
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+/**
+ * A redis-server of the test's own on a free port, started with `args` (e.g. `--appendonly yes`). A
+ * port can be taken between freePort and the server's bind (another test picked it too): the server
+ * then exits at once, and starts again on another port. Only an answer from its own process counts.
+ */
 export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
-  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-redis-'))];
-  const url = `redis://127.0.0.1:${port}`;
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-redis-'));
+  let port = 0;
   let child: ChildProcess | undefined;
 
-  async function answers(): Promise<boolean> {
-    const client = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  async function answers(pid: number | undefined): Promise<boolean> {
+    const client = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
       // While it loads its AOF, Redis refuses commands with LOADING.
-      return (await client.ping()) === 'PONG';
+      if ((await client.ping()) !== 'PONG') return false;
+      return new RegExp(`^process_id:${pid}\\r?$`, 'm').test(await client.info('server'));
     } catch {
       return false;
     } finally {
@@ -68,21 +79,42 @@ export async function startPrivateRedis(args: string[] = []): Promise<PrivateRed
     }
   }
 
-  const server: PrivateRedis = {
-    url,
-    async start() {
-      child = spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args],
-        { stdio: 'ignore' },
+  /** Starts redis-server on `port`; false when it exited at once. */
+  async function launch(): Promise<boolean> {
+    const started = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args],
+      { stdio: 'ignore' },
+    );
+    child = started;
+    try {
+      await waitUntil(
+        `redis-server on ${port} answering`,
+        async () => exited(started) || (await answers(started.pid)),
       );
-      await waitUntil(`redis-server on ${port} answering`, answers);
+    } catch (error) {
+      started.kill('SIGKILL');
+      throw error;
+    }
+    return !exited(started);
+  }
+
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    if (await launch()) break;
+    if (attempt === 3) throw new Error(`redis-server on ${port}: exited at start, three times`);
+  }
+
+  const server: PrivateRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      if (!(await launch())) throw new Error(`redis-server on ${port}: exited at start (port taken?)`);
     },
     async stop(signal = 'SIGTERM') {
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = once(child, 'exit');
+      if (!child || exited(child)) return;
+      const gone = once(child, 'exit');
       child.kill(signal);
-      await exited;
+      await gone;
     },
     pause() {
       child?.kill('SIGSTOP');
@@ -96,7 +128,6 @@ export async function startPrivateRedis(args: string[] = []): Promise<PrivateRed
       await rm(dir, { recursive: true, force: true });
     },
   };
-  await server.start();
   return server;
 }
 
@@ -203,4 +234,51 @@ export function startService(service: keyof typeof BUNDLES, env: Record<string, 
       return (await exited)[0];
     },
   };
+}
+
+export interface Gateway {
+  gateway: ServiceProcess;
+  /** Its public port, and its operations port (metrics, health). */
+  url: string;
+  opsUrl: string;
+}
+
+/**
+ * The gateway on free ports (started with `env` and LOG_LEVEL info or lower), once it answers ready
+ * and logged that it listens there: not another test's gateway that took the port meanwhile. Ours
+ * then exits at once, and starts again on other ports.
+ */
+export async function startGatewayProcess(env: Record<string, string>): Promise<Gateway> {
+  for (let attempt = 1; ; attempt++) {
+    const [port, opsPort] = [await freePort(), await freePort()];
+    const [url, opsUrl] = [`http://127.0.0.1:${port}`, `http://127.0.0.1:${opsPort}`];
+    const gateway = startService('gateway', {
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OPS_PORT: String(opsPort),
+      OPS_HOST: '127.0.0.1',
+    });
+    const ready = () =>
+      fetch(`${url}/health/ready`).then(
+        (response) => response.ok,
+        () => false,
+      );
+    try {
+      await waitUntil(
+        `gateway on ${port} ready`,
+        async () =>
+          exited(gateway.child) ||
+          (gateway.output().includes(`Server listening at ${url}`) && (await ready())),
+        // Starting takes seconds, and more on a loaded machine.
+        30_000,
+      );
+    } catch (error) {
+      await gateway.stop('SIGKILL');
+      throw new Error(`${(error as Error).message}\n${gateway.output()}`);
+    }
+    if (!exited(gateway.child)) return { gateway, url, opsUrl };
+    if (attempt === 3)
+      throw new Error(`gateway on ${port}: exited at start, three times\n${gateway.output()}`);
+  }
 }
