@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BroadcastChannel } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { TabMessage } from './cross-tab.ts';
 import { TesseraError } from './errors.ts';
 import { memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
 import { createTokenKeeper, isExpiring, type TokenKeeper } from './tokens.ts';
@@ -105,6 +107,33 @@ function watchedArea() {
       };
     },
   };
+}
+
+/** The (real) BroadcastChannels that clients open from now on, in order: the first client's first. */
+function recordChannels(): BroadcastChannel[] {
+  const opened: BroadcastChannel[] = [];
+  vi.stubGlobal(
+    'BroadcastChannel',
+    class extends BroadcastChannel {
+      constructor(name: string) {
+        super(name);
+        opened.push(this);
+      }
+    },
+  );
+  return opened;
+}
+
+/**
+ * Resolves once a message of `type` has reached `channel` and its client has handled it: this
+ * listener runs after the client's, whose handling (on a memory storage) ends before the next task.
+ */
+function handled(channel: BroadcastChannel | undefined, type: TabMessage['type']): Promise<void> {
+  return new Promise((resolve) => {
+    channel?.addEventListener('message', (event: Event) => {
+      if ((event as Event & { data: TabMessage }).data.type === type) setImmediate(resolve);
+    });
+  });
 }
 
 // Node 24 has Web Locks, as browsers do; React Native and older runtimes have none.
@@ -292,12 +321,14 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
   it('with its own storage, a client is neither signed in nor out by the other', async () => {
     const server = refreshServer();
     const name = randomUUID();
+    const channels = recordChannels();
     const a = keeper(server, name);
     const b = keeper(server, name);
+    const signedOut = handled(channels[1], 'signed-out');
 
     await a.tokens.signIn(server.issue(), nowMs);
     await a.tokens.signOut();
-    await sleep(20);
+    await signedOut;
 
     expect(b.changes).toEqual([]);
     expect(await b.storage.get()).toBeNull();
@@ -306,14 +337,17 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
   it('a client holding other tokens ignores what the first announces', async () => {
     const server = refreshServer();
     const name = randomUUID();
+    const channels = recordChannels();
     const a = keeper(server, name);
     const b = keeper(server, name);
+    // The refresh's message comes first: a channel delivers in order.
+    const signedOut = handled(channels[1], 'signed-out');
     await a.tokens.signIn(server.issue(), nowMs);
     const own = await b.tokens.signIn(server.issue(), nowMs);
 
     await a.tokens.refresh((await a.storage.get()) as TokenSet);
     await a.tokens.signOut();
-    await sleep(20);
+    await signedOut;
 
     expect(await b.storage.get()).toEqual(own);
     expect(b.changes).toEqual([own]);

@@ -80,9 +80,11 @@ export const bearer = (accessToken: string) => ({ authorization: `Bearer ${acces
 /** Asks for a code and signs in with it, as a client would. */
 export async function signIn(app: FastifyInstance, email: string, headers: Record<string, string> = {}) {
   const sent = await post(app, '/api/v1/auth/send-otp-email', { email });
+  if (sent.statusCode !== 200) throw new Error(`sending the code failed (${sent.statusCode}): ${sent.body}`);
   const { code } = body(sent).data;
   const verified = await post(app, '/api/v1/auth/verify-otp-email', { email, code }, headers);
-  if (verified.statusCode !== 200) throw new Error(`sign-in failed: ${verified.body}`);
+  if (verified.statusCode !== 200)
+    throw new Error(`sign-in failed (${verified.statusCode}): ${verified.body}`);
   return { ...body(verified).data, code } as {
     code: string;
     accessToken: string;
@@ -125,7 +127,7 @@ export async function ageRedis(gateway: TestGateway, seconds: number): Promise<v
   const redis = new Redis(gateway.config.redis.url);
   try {
     for await (const keys of redis.scanStream({ match: `${gateway.config.redis.keyPrefix}*`, count: 500 })) {
-      for (const key of keys as string[]) await redis.eval(AGE_KEY, 1, key, seconds * 1000);
+      for (const key of keys as string[]) await redis.eval(AGE_KEY, 1, key, Math.round(seconds * 1000));
     }
   } finally {
     await redis.quit();
