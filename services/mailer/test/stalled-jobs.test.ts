@@ -74,8 +74,12 @@ it('keeps a send slower than the lock with its mailer: delivered once, never tak
   });
 
   await completed;
-  // Long enough for a second delivery, had the job been taken over.
-  await new Promise((resolve) => setTimeout(resolve, SMTP_DELAY_MS + LOCK_MS));
+  // A takeover happens at a stalled check, which emits `stalled`: wait for one that ran after the
+  // completion (BullMQ keeps the time of the last in this key), so none is still to come.
+  const completedAt = Date.now();
+  const lastCheck = async () =>
+    Number(await inspector.get(`${redis.bullmqPrefix}:${EMAIL_QUEUE}:stalled-check`));
+  while ((await lastCheck()) <= completedAt) await new Promise((resolve) => setTimeout(resolve, 25));
   expect(sink.messages.map((mail) => mail.subject)).toEqual(['4826 is your sign-in code']);
   expect(stalled).toEqual([]);
 }, 20_000);
