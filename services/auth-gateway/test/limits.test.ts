@@ -258,6 +258,7 @@ describe('verify limits (defaults)', () => {
 
   it('refuses verifications from an IP with 50 wrong codes in the last hour', async () => {
     const ip = '10.50.0.1';
+    const start = await redisNow(gateway);
     for (let n = 0; n < 10; n++) {
       const right = await freshCode(`ip-guess-${n}@example.com`);
       for (let i = 0; i < 5; i++) {
@@ -267,9 +268,34 @@ describe('verify limits (defaults)', () => {
       }
     }
     const right = await freshCode('innocent@example.com');
-    expectTooMany(await verify(gateway.app, 'innocent@example.com', right, ip));
+    // Told the IP's wait: until its first wrong code, 600 s ago (ten codes a minute apart), is an hour old.
+    await expectRetryAfter(
+      gateway,
+      await verify(gateway.app, 'innocent@example.com', right, ip),
+      HOUR - 600,
+      start,
+    );
     expect((await verify(gateway.app, 'innocent@example.com', right, '10.50.0.2')).statusCode).toBe(200);
     expect(await lockouts(ip)).toEqual({ code: 10, ip: 1 });
+  });
+
+  it('evaluates at most 50 wrong codes of one IP, however many arrive at once', async () => {
+    const ip = '10.51.0.1';
+    // 12 codes, each sent from an address of its own, each guessed wrong 5 times at once: 60 guesses.
+    const codes = await Promise.all(
+      Array.from({ length: 12 }, async (_, n) => {
+        const email = `flood-${n}@example.com`;
+        const sent = await send(gateway.app, email, `10.52.0.${n}`);
+        expect(sent.statusCode).toBe(200);
+        return { email, code: body(sent).data.code as string };
+      }),
+    );
+    const guesses = await Promise.all(
+      codes.flatMap(({ email, code }) =>
+        Array.from({ length: 5 }, () => verify(gateway.app, email, wrongCode(code), ip)),
+      ),
+    );
+    expect(statuses(guesses)).toEqual({ 400: 50, 429: 10 });
   });
 });
 
@@ -340,6 +366,30 @@ describe('the general per-IP limit', () => {
       expect(
         (await gateway.app.inject({ url: '/.well-known/jwks.json', ...from('192.0.2.51') })).statusCode,
       ).toBe(200);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('does not count CORS preflights or requests refused before routing', async () => {
+    const gateway = await startGateway({ RATE_LIMIT_MAX: '2', CORS_ORIGINS: 'https://app.example.com' });
+    try {
+      const ip = from('192.0.2.60');
+      for (let i = 0; i < 5; i++) {
+        const preflight = await gateway.app.inject({
+          method: 'OPTIONS',
+          url: SEND,
+          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+          ...ip,
+        });
+        expect(preflight.statusCode).toBe(204);
+        // A URL that cannot be decoded is refused before any route is found.
+        expect((await gateway.app.inject({ url: '/api/v1/%E0%A4%A', ...ip })).statusCode).toBe(400);
+      }
+      const counted = [];
+      for (let i = 0; i < 3; i++)
+        counted.push(await gateway.app.inject({ url: '/.well-known/jwks.json', ...ip }));
+      expect(counted.map((response) => response.statusCode)).toEqual([200, 200, 429]);
     } finally {
       await gateway.close();
     }
