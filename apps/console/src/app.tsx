@@ -57,6 +57,23 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
     });
   }, [onSessionChange]);
 
+  // The registration completed in another tab: shown again, this one moves on to the account.
+  useEffect(() => {
+    if (screen.name !== 'registration') return;
+    const onVisible = () => {
+      if (document.visibilityState !== 'visible') return;
+      tessera.users.registration().then(
+        ({ isRegistrationComplete }) => {
+          if (isRegistrationComplete)
+            setScreen((current) => (current.name === 'registration' ? LOADING : current));
+        },
+        (error: unknown) => context.sessionEnded(error),
+      );
+    };
+    document.addEventListener('visibilitychange', onVisible);
+    return () => document.removeEventListener('visibilitychange', onVisible);
+  }, [screen.name, tessera, context]);
+
   // Whether to show the registration or the account is the API's to say, on every entry.
   useEffect(() => {
     if (screen.name !== 'loading') return;

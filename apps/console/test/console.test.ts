@@ -295,7 +295,9 @@ describe('sign-in', () => {
     const code = await codeFromEmail(email, 0);
     await page.keyboard.type(wrong(code));
     await page.keyboard.press('Enter');
-    expect(await alertText(page)).toBe('That code is not right. Check the email and try again.');
+    expect(await alertText(page)).toBe(
+      'That code is not right. Check the email and try again (4 tries left).',
+    );
     expect(await codeBox.getAttribute('aria-invalid')).toBe('true');
     await expectAccessible(page, 'sign-in, wrong code');
 
@@ -774,5 +776,27 @@ describe('one person, several places', () => {
       .filter({ hasText: /^Your session has ended/ })
       .waitFor();
     expect(await second.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
+  });
+
+  it('moves a tab left on the registration form to the account once another tab completed it', async () => {
+    const context = await newContext();
+    const first = await openConsole(context);
+    const second = await openConsole(context);
+    await signInThroughPage(first, newEmail('mae'));
+    const registering = { level: 1, name: 'Complete your registration' } as const;
+    await first.getByRole('heading', registering).waitFor();
+    await second.getByRole('heading', registering).waitFor();
+
+    await first.getByRole('textbox', { name: 'Name', exact: true }).fill('Mae');
+    await first.getByRole('textbox', { name: 'Surname' }).fill('Jemison');
+    await first.getByRole('textbox', { name: 'Username' }).fill(`mae_${people}`);
+    for (const policy of [/privacy policy/, /terms of use/, /consent/])
+      await first.getByRole('checkbox', { name: policy }).check();
+    await first.getByRole('button', { name: 'Continue' }).click();
+    await first.getByRole('heading', { level: 1, name: 'Mae Jemison' }).waitFor();
+
+    // The person comes back to the other tab.
+    await second.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await second.getByRole('heading', { level: 1, name: 'Mae Jemison' }).waitFor();
   });
 });

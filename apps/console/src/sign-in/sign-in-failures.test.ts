@@ -12,6 +12,17 @@ describe('sign-in failures', () => {
     expect(verifyCodeFailure(failure(400, ['Validation failed', 'Invalid code']))).toMatch(
       /not right.*try again/,
     );
+    const wrong = (left: string) =>
+      verifyCodeFailure(
+        failure(400, ['Validation failed', 'Invalid code', `${left} attempt(s) left for this code`]),
+      );
+    expect(wrong('4')).toBe('That code is not right. Check the email and try again (4 tries left).');
+    expect(wrong('1')).toBe('That code is not right. Check the email and try again (one try left).');
+    expect(
+      verifyCodeFailure(
+        failure(400, ['Validation failed', 'Invalid code', 'The code is now locked; request a new one']),
+      ),
+    ).toMatch(/not right.*no longer works.*Send a new code/);
     expect(verifyCodeFailure(failure(404, ['Resource not found']))).toMatch(/Send a new code/);
     expect(verifyCodeFailure(failure(409, ['Resource already exists']))).toMatch(/Send a new code/);
   });

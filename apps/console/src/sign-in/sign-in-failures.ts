@@ -11,8 +11,16 @@ export function sendCodeFailure(error: unknown): string {
 export function verifyCodeFailure(error: unknown): string {
   if (!isFailure(error)) return failureText(error);
   switch (error.status) {
-    case 400:
-      return 'That code is not right. Check the email and try again.';
+    case 400: {
+      // The API says how many wrong codes this code still takes ("4 attempt(s) left for this code"),
+      // or that this one was its last ("The code is now locked; request a new one").
+      const details = error.messages.join('\n');
+      if (/now locked/.test(details))
+        return 'That code is not right, and after so many tries this code no longer works. Send a new code.';
+      const left = /^(\d+) attempt/m.exec(details)?.[1];
+      const tries = left === undefined ? '' : ` (${left === '1' ? 'one try' : `${left} tries`} left)`;
+      return `That code is not right. Check the email and try again${tries}.`;
+    }
     case 404:
       return 'This code has expired or was already used. Send a new code.';
     case 409:
