@@ -134,13 +134,22 @@ describe('POST /api/v1/auth/logout', () => {
     expect((await gateway.app.inject({ method: 'POST', url: LOGOUT, payload: {} })).statusCode).toBe(401);
   });
 
-  it('counts only the sessions that were active: an expired one was not revoked', async () => {
+  it('lists and counts only the sessions that are active: an expired one is neither listed nor revoked', async () => {
     const ownClock = manualClock();
     const own = await startGateway({ REFRESH_TOKEN_TTL: '600' }, { clock: ownClock });
     try {
       await signIn(own.app, 'gil@example.com');
       ownClock.advance(601);
       const current = await signIn(own.app, 'gil@example.com');
+
+      // Expired, it is no longer listed as active either.
+      const listed = await own.app.inject({
+        url: `${SESSIONS}?limit=100`,
+        headers: bearer(current.accessToken),
+      });
+      expect(body(listed).data.list.map((session: { _id: string }) => session._id)).toEqual([
+        sidOf(current.accessToken),
+      ]);
 
       const response = await post(own.app, LOGOUT, {}, bearer(current.accessToken));
 
