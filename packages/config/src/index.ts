@@ -45,6 +45,7 @@ const logLevel = variable(
 const redisUrl = variable(
   'REDIS_URL',
   Type.String({
+    minLength: 1,
     default: 'redis://127.0.0.1:6379',
     description: 'Redis: codes, active sessions, limits and the queue.',
   }),
@@ -62,6 +63,7 @@ const redisClusterNodes = variable(
 const bullmqPrefix = variable(
   'BULLMQ_PREFIX',
   Type.String({
+    minLength: 1,
     default: '{tessera}',
     description:
       'BullMQ key prefix of the `email` queue, a hash tag for Redis Cluster; gateway and mailer must agree. Changing it orphans queued jobs.',

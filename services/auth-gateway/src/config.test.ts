@@ -58,6 +58,14 @@ describe('loadConfig', () => {
       /JWT_ISSUER must NOT have fewer than 1 characters/,
     );
     expect(() => loadConfig({ JWT_AUDIENCE: '' })).toThrowError(/JWT_AUDIENCE must NOT have fewer than 1/);
+    // An unfilled `VAR=` line, or a secret of blanks.
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'BULLMQ_PREFIX', 'PRIVACY_POLICY_VERSION', 'HOST'])
+      expect(() => loadConfig({ [name]: '' }), name).toThrowError(
+        `${name} must NOT have fewer than 1 characters`,
+      );
+    expect(() => loadConfig({ OTP_SECRET: ' '.repeat(36) })).toThrowError(
+      /^Invalid configuration: OTP_SECRET must match pattern/,
+    );
   });
 
   it('refuses production without signing keys, the OTP secret or the mail job key', () => {

@@ -22,11 +22,14 @@ const Int = (
 const Text = (name: string, defaultValue: string, description: string, rules: { minLength?: number } = {}) =>
   variable(name, Type.String({ ...rules, default: defaultValue, description }));
 
+// An empty value is a mistake there (an unfilled `VAR=` line), not a setting.
+const NOT_EMPTY = { minLength: 1 };
+
 // Upper bounds, so that no value overflows a date or a timer, or makes a rule meaningless.
 const HOUR = 3600;
 const DAY = 86_400;
 const YEAR = 365 * DAY;
-const Optional = (name: string, description: string, rules: { minLength?: number } = {}) =>
+const Optional = (name: string, description: string, rules: { minLength?: number; pattern?: string } = {}) =>
   Type.Optional(variable(name, Type.String({ ...rules, description })));
 
 /** Every setting of the gateway: where it lives in the configuration, which variable sets it, what it means. */
@@ -36,7 +39,7 @@ export const GatewayConfigSchema = Type.Object({
   shutdownTimeout: shared.shutdownTimeout,
   http: Type.Object({
     port: Int('PORT', 3000, 'Port of the public API.', { minimum: 0, maximum: 65535 }),
-    host: Text('HOST', '0.0.0.0', 'Address of the public API.'),
+    host: Text('HOST', '0.0.0.0', 'Address of the public API.', NOT_EMPTY),
     opsPort: Int(
       'OPS_PORT',
       9465,
@@ -46,7 +49,7 @@ export const GatewayConfigSchema = Type.Object({
         maximum: 65535,
       },
     ),
-    opsHost: Text('OPS_HOST', '0.0.0.0', 'Address of the operations port.'),
+    opsHost: Text('OPS_HOST', '0.0.0.0', 'Address of the operations port.', NOT_EMPTY),
     trustProxy: Text(
       'TRUST_PROXY',
       'false',
@@ -63,6 +66,7 @@ export const GatewayConfigSchema = Type.Object({
       'DATABASE_URL',
       'postgres://postgres@127.0.0.1:5432/tessera',
       'Postgres. `pnpm db:migrate` creates the database in development.',
+      NOT_EMPTY,
     ),
   }),
   redis: Type.Object({
@@ -137,9 +141,8 @@ export const GatewayConfigSchema = Type.Object({
     secret: Optional(
       'OTP_SECRET',
       'At least 32 characters; key of the code hashes. Required in production (development uses a fixed value).',
-      {
-        minLength: 32,
-      },
+      // No blank at either end, which a copied secret picks up by accident (36 blanks are no secret).
+      { minLength: 32, pattern: '^\\S.*\\S$' },
     ),
     ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds (at most an hour).', { maximum: HOUR }),
     maxAttempts: Int('OTP_MAX_ATTEMPTS', 5, 'Wrong guesses that lock a code.'),
@@ -180,15 +183,18 @@ export const GatewayConfigSchema = Type.Object({
       'PRIVACY_POLICY_VERSION',
       '1.0.0',
       'Current privacy policy version a user must have accepted.',
+      NOT_EMPTY,
     ),
     termsOfUseVersion: Text(
       'TERMS_OF_USE_VERSION',
       '1.0.0',
       'Current terms of use version a user must have accepted.',
+      NOT_EMPTY,
     ),
     consentFormVersion: Optional(
       'CONSENT_FORM_VERSION',
       'Current consent form version; unset, no consent form is offered.',
+      NOT_EMPTY,
     ),
   }),
   users: Type.Object({

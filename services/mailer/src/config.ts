@@ -45,6 +45,7 @@ export const MailerConfigSchema = Type.Object({
     outboxDir: variable(
       'MAIL_OUTBOX_DIR',
       Type.String({
+        minLength: 1,
         default: path.join(os.homedir(), '.cache', 'tessera', 'outbox'),
         description: 'Where development mail goes as `.eml` files when `SMTP_URL` is unset.',
       }),
@@ -123,7 +124,7 @@ export const MailerConfigSchema = Type.Object({
     ),
     host: variable(
       'MAILER_METRICS_HOST',
-      Type.String({ default: '0.0.0.0', description: 'Address of that port.' }),
+      Type.String({ minLength: 1, default: '0.0.0.0', description: 'Address of that port.' }),
     ),
   }),
 });
