@@ -32,7 +32,10 @@ export interface ClientOptions {
   onSessionChange?: (tokens: TokenSet | null) => void;
   /** Milliseconds since the epoch (`Date.now`); tests move it to expire tokens. */
   now?: () => number;
-  /** Milliseconds a request may take before it fails as a network error (status 0); 30 s when absent, 0 waits for ever. */
+  /**
+   * Milliseconds a request may take before it fails as a network error (status 0); 30 s when absent,
+   * 0 waits for ever. A refresh of the tokens always waits for its answer.
+   */
   timeout?: number;
 }
 
@@ -108,12 +111,17 @@ export function createClient({
     storage,
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,
     now,
+    // Never given up on: the server may have rotated the token already, and a client that threw
+    // the answer away would present the old one again after the reuse grace, ending the session.
     exchange: (refreshToken) =>
-      send<TokenPair>(transport, {
-        method: 'POST',
-        path: '/api/v1/auth/refresh-token',
-        body: { refreshToken },
-      }),
+      send<TokenPair>(
+        { ...transport, timeout: 0 },
+        {
+          method: 'POST',
+          path: '/api/v1/auth/refresh-token',
+          body: { refreshToken },
+        },
+      ),
     onChange: onSessionChange,
   });
 

@@ -45,12 +45,12 @@ describe('send with a timeout', () => {
     expect(signal?.aborted).toBe(true);
   });
 
-  it('waits for ever with a timeout of 0', async () => {
+  it.each([0, Number.POSITIVE_INFINITY])('waits for ever with a timeout of %s', async (timeout) => {
     const slow: Fetch = (_url, init) => {
       expect(init).not.toHaveProperty('signal');
       return new Promise((resolve) => setTimeout(() => resolve(envelope({ name: 'Alice' })), 600_000));
     };
-    const answer = send(transport(slow, 0), call);
+    const answer = send(transport(slow, timeout), call);
 
     await vi.advanceTimersByTimeAsync(600_000);
 

@@ -18,7 +18,7 @@ export interface Transport {
   fetch: Fetch;
   /** Milliseconds since the epoch. */
   now: () => number;
-  /** Milliseconds a request may take, its body included; 0 waits for ever. */
+  /** Milliseconds a request may take, its body included; 0 (or Infinity) waits for ever. */
   timeout: number;
 }
 
@@ -32,9 +32,13 @@ const env = globalThis as unknown as Environment;
 
 class Timeout extends Error {}
 
+// The longest wait a timer can count (about 24.8 days); a longer one fires at once.
+const LONGEST_TIMER_MS = 2_147_483_647;
+
 /** `exchange`'s result, or a rejection once `timeout` ms have passed, which also aborts `exchange`'s fetch. */
 async function within<T>(timeout: number, exchange: (signal: unknown) => Promise<T>): Promise<T> {
-  if (timeout <= 0) return exchange(undefined);
+  // 0, Infinity, or anything no timer can count: no timeout.
+  if (!(timeout > 0 && timeout <= LONGEST_TIMER_MS)) return exchange(undefined);
   const controller = env.AbortController ? new env.AbortController() : undefined;
   let timer: unknown;
   const expired = new Promise<never>((_, reject) => {

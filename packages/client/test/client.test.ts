@@ -79,6 +79,24 @@ describe('@tessera/client against the gateway', () => {
     return { tessera, changes, count: counting.count };
   }
 
+  it('waits for a refresh longer than `timeout`: its answer holds the only working token', async () => {
+    const storage = memoryStorage();
+    const { tessera: signedIn } = client({ storage });
+    await signIn(signedIn, newEmail());
+    // On the same tokens, a client whose calls time out sooner than its refresh reaches the server.
+    const slowRefresh: Fetch = async (url, init) => {
+      if (new URL(url).pathname === '/api/v1/auth/refresh-token')
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      return globalThis.fetch(url, init);
+    };
+    const { tessera } = client({ storage, fetch: slowRefresh, timeout: 100 });
+
+    const refreshed = await tessera.auth.refresh();
+
+    expect((await storage.get())?.refreshToken).toBe(refreshed.refreshToken);
+    expect(await signedIn.users.me()).toMatchObject({ email: expect.stringMatching(/@example\.com$/) });
+  });
+
   it('signs in with the emailed code, keeps the tokens and reports them', async () => {
     const { tessera, changes } = client();
     const email = newEmail();
