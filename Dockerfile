@@ -61,10 +61,10 @@ RUN for endpoint in "" http://127.0.0.1:4318; do \
 
 FROM runtime AS gateway
 EXPOSE 3000 9465
-HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || 9465) + '/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || 9465) + '/health/live').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/auth-gateway/dist/server.js"]
 
 FROM runtime AS mailer
 EXPOSE 9464
-HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:' + (process.env.MAILER_METRICS_PORT || 9464) + '/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+HEALTHCHECK CMD node -e "fetch('http://127.0.0.1:' + (process.env.MAILER_METRICS_PORT || 9464) + '/health/live').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 CMD ["node", "--import", "./packages/telemetry/src/register.ts", "services/mailer/dist/main.js"]

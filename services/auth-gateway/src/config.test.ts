@@ -38,7 +38,7 @@ describe('loadConfig', () => {
   });
 
   it('refuses values no deployment means: past a date or a timer, or checking nothing', () => {
-    // Each once broke something at run time: every sign-in a 500, a sweep in a busy loop, no `iss` check.
+    // Past a date (every sign-in a 500), past a timer (a sweep in a busy loop), or no `iss` check.
     expect(() => loadConfig({ REFRESH_TOKEN_TTL: '99999999999999' })).toThrowError(
       'Invalid configuration: REFRESH_TOKEN_TTL must be <= 31536000',
     );
@@ -64,8 +64,10 @@ describe('loadConfig', () => {
         `${name} must NOT have fewer than 1 characters`,
       );
     expect(() => loadConfig({ OTP_SECRET: ' '.repeat(36) })).toThrowError(
-      /^Invalid configuration: OTP_SECRET must match pattern/,
+      'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
     );
+    // A secret read from a file ends with a newline.
+    expect(loadConfig({ OTP_SECRET: `${'s'.repeat(32)}\n` }).otp.secret).toBe(`${'s'.repeat(32)}\n`);
   });
 
   it('refuses production without signing keys, the OTP secret or the mail job key', () => {
@@ -117,7 +119,12 @@ describe('loadConfig', () => {
     expect([hops('x', 0), hops('x', 1)]).toEqual([true, false]);
     expect(loadConfig({ TRUST_PROXY: '' }).http.trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: '::1, fd00::/8' }).http.trustProxy).toEqual(['::1', 'fd00::/8']);
-    for (const value of ['yes', '-1', '10.0.0.0/33', '10.0.0.1,proxy.internal'])
+    expect(loadConfig({ TRUST_PROXY: 'loopback,uniquelocal,10.0.0.0/255.0.0.0' }).http.trustProxy).toEqual([
+      'loopback',
+      'uniquelocal',
+      '10.0.0.0/255.0.0.0',
+    ]);
+    for (const value of ['yes', '-1', '10.0.0.0/33', '10.0.0.0/255.0.0', '10.0.0.1,proxy.internal'])
       expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrowError(
         /^Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses\/CIDRs \(got "/,
       );

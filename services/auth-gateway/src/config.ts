@@ -21,16 +21,17 @@ const Int = (
 ) => variable(name, Type.Integer({ minimum: 1, ...range, default: defaultValue, description }));
 const Text = (name: string, defaultValue: string, description: string, rules: { minLength?: number } = {}) =>
   variable(name, Type.String({ ...rules, default: defaultValue, description }));
+const Optional = (name: string, description: string, rules: { minLength?: number } = {}) =>
+  Type.Optional(variable(name, Type.String({ ...rules, description })));
 
-// An empty value is a mistake there (an unfilled `VAR=` line), not a setting.
+// An empty value is a mistake there (an unfilled `VAR=` line), not a setting; an empty issuer or
+// audience would check nothing.
 const NOT_EMPTY = { minLength: 1 };
 
 // Upper bounds, so that no value overflows a date or a timer, or makes a rule meaningless.
 const HOUR = 3600;
 const DAY = 86_400;
 const YEAR = 365 * DAY;
-const Optional = (name: string, description: string, rules: { minLength?: number; pattern?: string } = {}) =>
-  Type.Optional(variable(name, Type.String({ ...rules, description })));
 
 /** Every setting of the gateway: where it lives in the configuration, which variable sets it, what it means. */
 export const GatewayConfigSchema = Type.Object({
@@ -53,7 +54,7 @@ export const GatewayConfigSchema = Type.Object({
     trustProxy: Text(
       'TRUST_PROXY',
       'false',
-      'A hop count (`1` behind one load balancer) or a comma-separated list of proxy addresses/CIDRs; the client IP then comes from `X-Forwarded-For`. `true` trusts the whole header, so only use it behind a proxy that overwrites it.',
+      'A hop count (`1` behind one load balancer) or a comma-separated list of proxy addresses/CIDRs (or `loopback`, `linklocal`, `uniquelocal`); the client IP then comes from `X-Forwarded-For`. `true` trusts the whole header, so only use it behind a proxy that overwrites it.',
     ),
     corsOrigins: Text(
       'CORS_ORIGINS',
@@ -87,13 +88,8 @@ export const GatewayConfigSchema = Type.Object({
     jobKey: shared.mailJobKey,
   }),
   jwt: Type.Object({
-    // Never empty: an empty issuer or audience would check nothing.
-    issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.', {
-      minLength: 1,
-    }),
-    audience: Text('JWT_AUDIENCE', 'tessera', '`aud` of access tokens, checked on every request.', {
-      minLength: 1,
-    }),
+    issuer: Text('JWT_ISSUER', 'tessera', '`iss` of access tokens, checked on every request.', NOT_EMPTY),
+    audience: Text('JWT_AUDIENCE', 'tessera', '`aud` of access tokens, checked on every request.', NOT_EMPTY),
     privateKey: Optional(
       'JWT_PRIVATE_KEY',
       'PEM private key (Ed25519 → EdDSA, or P-256 → ES256). Production needs this or the next.',
@@ -140,9 +136,8 @@ export const GatewayConfigSchema = Type.Object({
   otp: Type.Object({
     secret: Optional(
       'OTP_SECRET',
-      'At least 32 characters; key of the code hashes. Required in production (development uses a fixed value).',
-      // No blank at either end, which a copied secret picks up by accident (36 blanks are no secret).
-      { minLength: 32, pattern: '^\\S.*\\S$' },
+      'At least 32 characters other than blanks; key of the code hashes. Required in production (development uses a fixed value).',
+      { minLength: 32 },
     ),
     ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds (at most an hour).', { maximum: HOUR }),
     maxAttempts: Int('OTP_MAX_ATTEMPTS', 5, 'Wrong guesses that lock a code.'),
@@ -293,6 +288,11 @@ export type GatewayConfig = Readonly<
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = readConfig(GatewayConfigSchema, env);
   requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET'], ['MAIL_JOB_KEY']]);
+  // Blanks are no secret (36 of them pass the length); a trailing newline of a secret file is fine.
+  if (config.otp.secret !== undefined && config.otp.secret.replaceAll(/\s/g, '').length < 32)
+    throw new ConfigError(
+      'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
+    );
   const { jobKey, ...mail } = config.mail;
   return Object.freeze({
     ...config,
@@ -318,15 +318,23 @@ function parseTrustProxy(value: string): TrustProxy {
   if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);
   const proxies = value.split(',').map((part) => part.trim());
   for (const proxy of proxies) {
-    const [address = '', bits, ...rest] = proxy.split('/');
-    const version = isIP(address);
-    const cidr = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128));
-    if (!version || !cidr || rest.length > 0)
+    if (!isProxyAddress(proxy))
       throw new ConfigError(
         `Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses/CIDRs (got "${proxy}")`,
       );
   }
   return proxies;
+}
+
+/** What Fastify's proxy-addr takes: a name of a range, an address, or one with a prefix length or netmask. */
+function isProxyAddress(proxy: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(proxy)) return true;
+  const [address = '', mask, ...rest] = proxy.split('/');
+  const version = isIP(address);
+  if (!version || rest.length > 0) return false;
+  if (mask === undefined) return true;
+  if (/^\d+$/.test(mask)) return Number(mask) <= (version === 4 ? 32 : 128);
+  return isIP(mask) === version;
 }
 
 function parseOrigins(value: string): string[] {

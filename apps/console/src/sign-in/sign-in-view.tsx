@@ -110,8 +110,7 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
   function verifyCode(event: Event) {
     event.preventDefault();
     if (!sent) return;
-    const digits = code.trim();
-    if (!CODE.test(digits)) {
+    if (!CODE.test(code)) {
       setError('Enter the 4-digit code from the email.');
       return;
     }
@@ -119,7 +118,7 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
       setError(undefined);
       setResendError(undefined);
       try {
-        await tessera.auth.verifyCode(sent.email, digits);
+        await tessera.auth.verifyCode(sent.email, code);
         enter();
       } catch (failure) {
         setError(verifyCodeFailure(failure));
