@@ -1,8 +1,6 @@
 export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts';
 export {
   createDatabase,
-  freePort,
-  type Gateway,
   type PrivatePostgres,
   type PrivateRedis,
   type ServiceProcess,

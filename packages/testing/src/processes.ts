@@ -236,7 +236,7 @@ export function startService(service: keyof typeof BUNDLES, env: Record<string, 
   };
 }
 
-export interface Gateway {
+interface GatewayProcess {
   gateway: ServiceProcess;
   /** Its public port, and its operations port (metrics, health). */
   url: string;
@@ -248,7 +248,7 @@ export interface Gateway {
  * and logged that it listens there: not another test's gateway that took the port meanwhile. Ours
  * then exits at once, and starts again on other ports.
  */
-export async function startGatewayProcess(env: Record<string, string>): Promise<Gateway> {
+export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
   for (let attempt = 1; ; attempt++) {
     const [port, opsPort] = [await freePort(), await freePort()];
     const [url, opsUrl] = [`http://127.0.0.1:${port}`, `http://127.0.0.1:${opsPort}`];

@@ -30,7 +30,7 @@ import { createEmailQueue } from '../src/modules/email/email.queue.ts';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
 import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
-import { bearer, body, GENEROUS_LIMITS, type Json, manualClock, post, signIn } from './helpers.ts';
+import { bearer, body, GENEROUS_LIMITS, type Json, manualClock, post, sidOf, signIn } from './helpers.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -267,7 +267,7 @@ describe('requesting and cancelling a deletion', () => {
 
   it('records each transition as a security event of the session, from where it was asked', async () => {
     const erin = await signIn(app, 'erin@example.com', phone);
-    const sid = JSON.parse(Buffer.from(erin.accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
+    const sid = sidOf(erin.accessToken);
     clock.advance(1);
     await requestDeletion(app, erin.accessToken, laptop);
     clock.advance(1);

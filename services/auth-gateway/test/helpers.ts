@@ -77,6 +77,10 @@ export function post(
 
 export const bearer = (accessToken: string) => ({ authorization: `Bearer ${accessToken}` });
 
+/** The session id (`sid`) an access token carries. */
+export const sidOf = (accessToken: string): string =>
+  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
+
 /** Asks for a code and signs in with it, as a client would. */
 export async function signIn(app: FastifyInstance, email: string, headers: Record<string, string> = {}) {
   const sent = await post(app, '/api/v1/auth/send-otp-email', { email });

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const logLines: Record<string, unknown>[] = [];
 const logStream = new Writable({
@@ -27,8 +27,6 @@ const eventsOf = (userId: string) =>
     .orderBy('createdAt')
     .orderBy('id')
     .execute();
-const sidOf = (accessToken: string): string =>
-  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
 
 describe('the security log', () => {
   it('records sign-in, revoke, sign-out of a device and logout with session, IP, user agent and time', async () => {

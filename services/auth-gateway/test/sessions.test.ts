@@ -5,7 +5,7 @@ import { createActiveSessionStore } from '../src/modules/sessions/active-session
 import { createSessions } from '../src/modules/sessions/sessions.ts';
 import { signingKeyFromPem } from '../src/modules/tokens/keys.ts';
 import { createTokenService } from '../src/modules/tokens/tokens.service.ts';
-import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const REVOKE = '/api/v1/auth/revoke-token';
 const LOGOUT = '/api/v1/auth/logout';
@@ -20,8 +20,6 @@ afterAll(() => gateway.close());
 
 const list = (accessToken: string, query = '') =>
   gateway.app.inject({ method: 'GET', url: `${SESSIONS}${query}`, headers: bearer(accessToken) });
-const sidOf = (accessToken: string) =>
-  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid as string;
 
 describe('POST /api/v1/auth/revoke-token', () => {
   it('ends the session of the token: 200 with its id, then its tokens get 401 on the next request', async () => {

@@ -6,6 +6,7 @@ import {
   type Json,
   manualClock,
   post,
+  sidOf,
   signIn,
   startGateway,
   type TestGateway,
@@ -321,8 +322,6 @@ describe('GET /api/v1/users/me/security-events', () => {
     expect(types.at(-1)).toBe('sign_in');
     expect(types).toEqual(expect.arrayContaining(['username_changed', 'policy_accepted', 'profile_updated']));
     expect(walked.at(-1)).toMatchObject({ userAgent: 'audit-test', ipAddress: '127.0.0.1' });
-    const sidOf = (token: string) =>
-      JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).sid;
     expect(walked[0]?.sessionId).toBe(sidOf(other.accessToken));
     // Only this user's events.
     expect(walked.map((event) => event.sessionId)).not.toContain(sidOf(stranger.accessToken));
