@@ -20,6 +20,8 @@ import {
 } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+// The gateway's `db` decoration, to set up an account the API cannot make (an older policy accepted).
+import type {} from '../../../services/auth-gateway/src/plugins/db.ts';
 import { startGateway, type TestGateway } from '../../../services/auth-gateway/test/helpers.ts';
 
 // The console as people use it: built by Vite, served by the real gateway, driven in Debian's
@@ -456,6 +458,32 @@ describe('registration', () => {
     await screenshot(page, 'registration');
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.getByRole('heading', { level: 1, name: 'Ada Lovelace' }).waitFor();
+  });
+});
+
+describe('a policy with a new version', () => {
+  it('asks a returning user only to accept it, then shows the account', async () => {
+    const evelyn = await registeredPerson('Evelyn', 'Boyd');
+    // Accepted at an older version than the one in force.
+    await gateway.app.db
+      .updateTable('users')
+      .set({ privacyPolicyVersion: '0.9.0' })
+      .where('email', '=', evelyn.email)
+      .execute();
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, evelyn.email);
+
+    await page.getByRole('heading', { level: 1, name: 'Accept the updated policies' }).waitFor();
+    expect(await page.getByRole('textbox').count()).toBe(0);
+    const privacy = page.getByRole('checkbox', { name: /privacy policy \(version 1\.0\.0\)/ });
+    expect(await privacy.isChecked()).toBe(false);
+    expect(await page.getByRole('checkbox', { name: /terms of use/ }).isChecked()).toBe(true);
+    await expectAccessible(page, 'policy update');
+    await privacy.check();
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Evelyn Boyd' }).waitFor();
+    const stored = await api('GET', '/api/v1/users/me', undefined, evelyn.accessToken);
+    expect(stored).toMatchObject({ privacyPolicyVersion: '1.0.0', username: evelyn.username });
   });
 });
 

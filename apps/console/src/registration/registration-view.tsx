@@ -16,6 +16,9 @@ type Problems = Partial<Record<Field, string>>;
 export function RegistrationView({ registration, user }: { registration: Registration; user: User }) {
   const { tessera, enter, sessionEnded } = useConsole();
   const { policies, missing } = registration;
+  // A returning user whose details are all there, asked again only because a policy changed.
+  const policiesOnly = !missing.some((field) => field in LABELS);
+  const title = policiesOnly ? 'Accept the updated policies' : 'Complete your registration';
   const [name, setName] = useState(user.name ?? '');
   const [surname, setSurname] = useState(user.surname ?? '');
   const [username, setUsername] = useState(user.username ?? '');
@@ -38,7 +41,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
     };
 
   useEffect(() => {
-    document.title = 'Complete your registration';
+    document.title = title;
     heading.current?.focus();
   }, []);
 
@@ -96,36 +99,45 @@ export function RegistrationView({ registration, user }: { registration: Registr
   return (
     <main class="page page--narrow">
       <h1 ref={heading} tabIndex={-1}>
-        Complete your registration
+        {title}
       </h1>
-      <p class="muted">Signed in as {user.email}. A few details and you are done.</p>
+      <p class="muted">
+        Signed in as {user.email}.{' '}
+        {policiesOnly
+          ? 'A policy has a new version: accept it to go on to your account.'
+          : 'A few details and you are done.'}
+      </p>
       <form ref={form} class="card" onSubmit={submit} noValidate>
-        <TextField
-          id="name"
-          label="Name"
-          autoComplete="given-name"
-          value={name}
-          onInput={edit('name', setName)}
-          error={problems.name}
-        />
-        <TextField
-          id="surname"
-          label="Surname"
-          autoComplete="family-name"
-          value={surname}
-          onInput={edit('surname', setSurname)}
-          error={problems.surname}
-        />
-        <TextField
-          id="username"
-          label="Username"
-          hint="3 to 30 characters: letters, digits, dots and underscores."
-          autoComplete="username"
-          spellcheck={false}
-          value={username}
-          onInput={edit('username', setUsername)}
-          error={problems.username}
-        />
+        {!policiesOnly && (
+          <>
+            <TextField
+              id="name"
+              label="Name"
+              autoComplete="given-name"
+              value={name}
+              onInput={edit('name', setName)}
+              error={problems.name}
+            />
+            <TextField
+              id="surname"
+              label="Surname"
+              autoComplete="family-name"
+              value={surname}
+              onInput={edit('surname', setSurname)}
+              error={problems.surname}
+            />
+            <TextField
+              id="username"
+              label="Username"
+              hint="3 to 30 characters: letters, digits, dots and underscores."
+              autoComplete="username"
+              spellcheck={false}
+              value={username}
+              onInput={edit('username', setUsername)}
+              error={problems.username}
+            />
+          </>
+        )}
         <CheckField
           id="privacy-policy"
           label={`I accept the privacy policy (version ${policies.privacyPolicyVersion})`}
