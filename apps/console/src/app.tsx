@@ -105,7 +105,7 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
         <RegistrationView registration={screen.registration} user={screen.user} />
       )}
       {screen.name === 'account' && <AccountView initialUser={screen.user} />}
-      {screen.name === 'failed' && <Failed message={screen.message} />}
+      {screen.name === 'failed' && <Failed message={screen.message} onRetry={() => setScreen(LOADING)} />}
     </Context.Provider>
   );
 }
@@ -118,15 +118,19 @@ function Loading() {
   );
 }
 
-/** The page could not load the account for another reason than an ended session (the API is down). */
-export function Failed({ message }: { message: string }) {
+/**
+ * The page could not load the account for another reason than an ended session (the API is down,
+ * or the caller is over the rate limit). "Try again" asks the API again, or, without `onRetry`,
+ * reloads the page; a reload also asks for the page itself, which a rate limit refuses too.
+ */
+export function Failed({ message, onRetry }: { message: string; onRetry?: () => void }) {
   return (
     <main class="page page--narrow">
       <h1>Your account</h1>
       <p role="alert" class="alert">
         {message}
       </p>
-      <button type="button" onClick={() => window.location.reload()}>
+      <button type="button" onClick={onRetry ?? (() => window.location.reload())}>
         Try again
       </button>
     </main>

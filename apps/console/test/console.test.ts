@@ -729,6 +729,30 @@ async function tokenOf(page: Page): Promise<string> {
   return (JSON.parse(stored ?? '{}') as { accessToken: string }).accessToken;
 }
 
+describe('the API away when the page loads', () => {
+  it('says so, and "Try again" asks the API again without reloading the page', async () => {
+    const hedy = await registeredPerson('Hedy', 'Lamarr');
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, hedy.email);
+    await page.getByRole('heading', { level: 1, name: 'Hedy Lamarr' }).waitFor();
+
+    const api = (url: URL) => url.pathname.startsWith('/api/v1/');
+    await page.route(api, serviceUnavailable);
+    await page.reload();
+    await page.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
+    await page.unroute(api);
+    // A reload would ask for the page itself again, which a client over the rate limit is refused.
+    let pageLoads = 0;
+    page.on('request', (request) => {
+      if (request.isNavigationRequest()) pageLoads += 1;
+    });
+    await page.getByRole('button', { name: 'Try again' }).click();
+
+    await page.getByRole('heading', { level: 1, name: 'Hedy Lamarr' }).waitFor();
+    expect(pageLoads).toBe(0);
+  });
+});
+
 describe('one person, several places', () => {
   it('returns a browser whose session was ended from another one to the sign-in form, with the reason', async () => {
     const person = await registeredPerson('Katherine', 'Johnson');
