@@ -23,18 +23,27 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
   const [screen, setScreen] = useState<Screen>(LOADING);
   // True while this page itself signs out, so the client's "signed out" is not told as "ended elsewhere".
   const leaving = useRef(false);
+  const deletionDue = useRef<string | null>(null);
+  /** Why the session ended: with the account, when it was due to be erased by now, else elsewhere. */
+  const endedNotice = () => {
+    const due = deletionDue.current;
+    return due !== null && Date.parse(due) <= Date.now() ? SIGNED_OUT.deleted : SIGNED_OUT.ended;
+  };
 
   const context = useMemo<ConsoleContext>(
     () => ({
       tessera,
       leaving,
+      deletionDue,
       enter() {
+        // Another sign-in: the account shown next says for itself whether its deletion is due.
+        deletionDue.current = null;
         setScreen((current) => (current.name === 'loading' ? current : LOADING));
       },
       sessionEnded(error) {
         if (!isFailure(error) || error.status !== 401) return false;
         void tessera.signOutLocally();
-        setScreen({ name: 'sign-in', notice: SIGNED_OUT.ended });
+        setScreen({ name: 'sign-in', notice: endedNotice() });
         return true;
       },
       signedOut(reason) {
@@ -50,7 +59,7 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
       if (leaving.current) return;
       setScreen((current) => {
         if (!signedIn)
-          return current.name === 'sign-in' ? current : { name: 'sign-in', notice: SIGNED_OUT.ended };
+          return current.name === 'sign-in' ? current : { name: 'sign-in', notice: endedNotice() };
         // Signed in in another tab while this one shows the sign-in form: follow it.
         return current.name === 'sign-in' ? LOADING : current;
       });

@@ -9,6 +9,8 @@ import type { Tessera } from './tessera.ts';
 export const SIGNED_OUT = {
   ended:
     'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
+  deleted:
+    'Your account has been deleted, as scheduled. Signing in with this email again starts a new account.',
   here: 'You signed out of this device.',
   everywhere: 'You signed out on every device.',
 } as const;
@@ -26,6 +28,11 @@ export interface ConsoleContext {
   enter(): void;
   /** Set while this page signs out on purpose, so that the sign-out is not told as "ended elsewhere". */
   leaving: { current: boolean };
+  /**
+   * When the account shown is due to be erased (its deletion scheduled), else null: a session that
+   * ends after that moment ended with the account, and is told so.
+   */
+  deletionDue: { current: string | null };
 }
 
 export const Context = createContext<ConsoleContext | null>(null);

@@ -48,6 +48,8 @@ beforeAll(async () => {
   gateway = await startGateway({
     CONSOLE_DIR: buildDir,
     CONSENT_FORM_VERSION: '1.0.0',
+    // A deletion that comes due is erased within a second.
+    ACCOUNT_DELETION_SWEEP_INTERVAL: '1',
     OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: String(SENDS_PER_EMAIL),
   });
   baseURL = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
@@ -682,6 +684,43 @@ describe('account', () => {
       .poll(() => api('GET', '/api/v1/users/me', undefined, token).catch((error: Error) => error.message))
       .toMatch(/401/);
   });
+
+  it('tells a person whose account was erased as scheduled that it was, not that a device signed them out', async () => {
+    const ada = await registeredPerson('Ada', 'Yonath');
+    const { _id: id } = await api('GET', '/api/v1/users/me', undefined, ada.accessToken);
+    await api('POST', '/api/v1/users/me/deletion', undefined, ada.accessToken);
+    // Due in seconds rather than after the grace period.
+    await gateway.app.db
+      .updateTable('users')
+      .set({ accountDeletionScheduledFor: new Date(Date.now() + 8_000) })
+      .where('id', '=', id)
+      .execute();
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, ada.email);
+    const scheduled = page.getByRole('region', { name: 'Deletion scheduled' });
+    await scheduled.waitFor();
+
+    await expect
+      .poll(
+        async () =>
+          (
+            await gateway.app.db
+              .selectFrom('users')
+              .select('accountDeletionStatus')
+              .where('id', '=', id)
+              .executeTakeFirstOrThrow()
+          ).accountDeletionStatus,
+        { timeout: 20_000 },
+      )
+      .toBe('finalized');
+    await scheduled.getByRole('button', { name: 'Cancel deletion' }).click();
+
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Your account has been deleted, as scheduled.' })
+      .waitFor();
+    expect(await page.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
+  }, 40_000);
 
   it('drops a page of activity that arrives after the list reloaded, instead of adding stale events', async () => {
     const linus = await registeredPerson('Linus', 'Pauling');

@@ -13,7 +13,7 @@ export const displayName = (user: User) =>
 
 /** The signed-in person's page: the profile, where they are signed in, what happened, deletion. */
 export function AccountView({ initialUser }: { initialUser: User }) {
-  const { tessera, signedOut, leaving } = useConsole();
+  const { tessera, signedOut, leaving, deletionDue } = useConsole();
   const [user, setUser] = useState(initialUser);
   const [status, setStatus] = useState('');
   const [signOutError, setSignOutError] = useState<string | undefined>();
@@ -61,6 +61,7 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   }
 
   const scheduled = user.accountDeletionStatus === 'scheduled' && user.accountDeletionScheduledFor;
+  deletionDue.current = scheduled || null;
 
   return (
     <main class="page">
