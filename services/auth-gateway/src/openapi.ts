@@ -12,7 +12,8 @@ export interface Servers {
 /** The OpenAPI document of a gateway built in-process, as `GET /docs/json` serves it. */
 export async function openApiDocument({ postgresUrl, redisUrl }: Servers): Promise<object> {
   return withMigratedScratchDatabase(postgresUrl, async (databaseUrl) => {
-    // A namespace of its own: building the app writes nothing to Redis, and whatever it would stays apart.
+    // A namespace of its own: the queue's keys are removed after, and the one request's rate-limit
+    // counter expires with its window.
     const namespace = `tessera-openapi-${randomBytes(6).toString('hex')}`;
     const config = loadConfig({
       APP_ENV: 'test',
@@ -34,6 +35,7 @@ export async function openApiDocument({ postgresUrl, redisUrl }: Servers): Promi
       if (response.statusCode !== 200) throw new Error(`GET /docs/json answered ${response.statusCode}`);
       return response.json<object>();
     } finally {
+      await app.mailQueue.obliterate({ force: true });
       await app.close();
     }
   });
