@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
@@ -29,6 +31,39 @@ export const GENEROUS_LIMITS = {
  * The real gateway on a database and Redis namespace of its own (APP_ENV=test, so the send-code
  * response carries the code), with generous limits. `env` overrides any variable.
  */
+/** The environment of another gateway on `gateway`'s database and Redis, without a signing key of its own. */
+export const envBeside = (gateway: TestGateway, env: Record<string, string> = {}) => ({
+  APP_ENV: 'test',
+  LOG_LEVEL: 'silent',
+  DATABASE_URL: gateway.config.database.url,
+  REDIS_URL: gateway.config.redis.url,
+  REDIS_KEY_PREFIX: gateway.config.redis.keyPrefix,
+  BULLMQ_PREFIX: gateway.config.mail.queuePrefix,
+  OTP_SECRET: gateway.config.otp.secret,
+  ...GENEROUS_LIMITS,
+  ...env,
+});
+
+const SERVICE_DIR = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Runs a script of the gateway (`src/server.ts`, `src/keygen.ts`) with this Node, as an operator
+ * would, with `env` and the PATH only. Started from its sources, it takes seconds on a loaded machine;
+ * killed by the timeout, it has no exit code (null, not 0 or 1).
+ */
+export function runScript(args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      args,
+      { cwd: SERVICE_DIR, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
 /** What production requires of `MAIL_JOB_KEY` (tests otherwise use the development key, as their mailers do). */
 export const PRODUCTION_MAIL_JOB_KEY = `test:${Buffer.alloc(32, 7).toString('base64')}`;
 

@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createSigner } from 'fast-jwt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AppOptions, buildApp } from '../src/app.ts';
@@ -13,10 +11,11 @@ import { loadTokenKeys } from '../src/modules/tokens/load-keys.ts';
 import {
   bearer,
   body,
-  GENEROUS_LIMITS,
+  envBeside,
   manualClock,
   PRODUCTION_MAIL_JOB_KEY,
   post,
+  runScript,
   signIn,
   startGateway,
   type TestGateway,
@@ -24,7 +23,6 @@ import {
 
 const SESSIONS = '/api/v1/auth/sessions';
 const JWKS = '/.well-known/jwks.json';
-const SERVICE_DIR = fileURLToPath(new URL('..', import.meta.url));
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -43,18 +41,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The environment of a gateway on `base`'s database and Redis, without a signing key of its own. */
-const sharedEnv = (env: Record<string, string>) => ({
-  APP_ENV: 'test',
-  LOG_LEVEL: 'silent',
-  DATABASE_URL: base.config.database.url,
-  REDIS_URL: base.config.redis.url,
-  REDIS_KEY_PREFIX: base.config.redis.keyPrefix,
-  BULLMQ_PREFIX: base.config.mail.queuePrefix,
-  OTP_SECRET: base.config.otp.secret,
-  ...GENEROUS_LIMITS,
-  ...env,
-});
+const sharedEnv = (env: Record<string, string>) => envBeside(base, env);
 
 // Another instance of the gateway sharing `base`'s database and Redis (a redeploy with other keys).
 const started: App[] = [];
@@ -239,7 +226,7 @@ describe('bad key material', () => {
       rsaFile,
       generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }),
     );
-    const result = await run(['src/server.ts'], {
+    const result = await runScript(['src/server.ts'], {
       ...sharedEnv({ JWT_PRIVATE_KEY: K1, JWT_VERIFY_KEY_FILES: rsaFile }),
       PORT: '0',
       HOST: '127.0.0.1',
@@ -273,7 +260,7 @@ describe('JWT_CLOCK_TOLERANCE', () => {
 describe('pnpm keygen', () => {
   it('writes a new private key with mode 0600, prints its kid and public JWK, and never overwrites', async () => {
     const file = path.join(dir, 'new.pem');
-    const first = await run(['src/keygen.ts', file]);
+    const first = await runScript(['src/keygen.ts', file]);
     expect(first.code).toBe(0);
     const written = await readFile(file, 'utf8');
     expect((await stat(file)).mode & 0o777).toBe(0o600);
@@ -285,7 +272,7 @@ describe('pnpm keygen', () => {
     expect(first.stdout).not.toContain('PRIVATE');
     expect(jwk).not.toHaveProperty('d');
 
-    const again = await run(['src/keygen.ts', file]);
+    const again = await runScript(['src/keygen.ts', file]);
     expect(again.code).toBe(1);
     expect(again.stderr.trim()).toBe(`keygen: ${file} already exists; not overwriting it`);
     expect(again.stdout).toBe('');
@@ -300,29 +287,15 @@ describe('pnpm keygen', () => {
 
   it('makes a P-256 key with --es256, and prints usage (exit 2) without a file', async () => {
     const file = path.join(dir, 'new-es256.pem');
-    const es = await run(['src/keygen.ts', file, '--es256']);
+    const es = await runScript(['src/keygen.ts', file, '--es256']);
     expect(es.code).toBe(0);
     const key = signingKeyFromPem(await readFile(file, 'utf8'));
     expect(key.alg).toBe('ES256');
     expect(es.stdout).toContain(key.kid);
 
-    const usage = await run(['src/keygen.ts']);
+    const usage = await runScript(['src/keygen.ts']);
     expect(usage.code).toBe(2);
     expect(usage.stdout).toBe('');
     expect(usage.stderr).toMatch(/^Usage: pnpm keygen <file> \[--es256\]/);
   });
 });
-
-/** Runs a script of the gateway with this Node (the one running the tests). */
-function run(args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      process.execPath,
-      args,
-      { cwd: SERVICE_DIR, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-      },
-    );
-  });
-}
