@@ -60,8 +60,6 @@ operations = await startOrExit(
 // cache lacked. A no-op without NODE_COMPILE_CACHE.
 flushCompileCache();
 
-// Not awaited: a Redis that is not there yet is the readiness check's to report.
-mailWorker.checkDurability().catch((err: unknown) => logger.warn({ err }, 'Redis durability not checked'));
 logger.info(
   {
     queue: 'email',
@@ -70,5 +68,13 @@ logger.info(
     delivery: config.smtp.url ? 'smtp' : config.smtp.outboxDir,
     operations: operations.url,
   },
-  'mailer ready',
+  'mailer started',
 );
+// Not awaited: a Redis that is not there yet is the readiness check's to report.
+mailWorker
+  .connected()
+  .then(() => {
+    logger.info('mailer ready');
+    return mailWorker.checkDurability();
+  })
+  .catch((err: unknown) => logger.warn({ err }, 'Redis durability not checked'));

@@ -220,10 +220,13 @@ export function createMailWorker({
     ping: async (): Promise<void> => {
       await probe.ping();
     },
+    /** Resolves once Redis answers (the readiness check reports it meanwhile). */
+    async connected(): Promise<void> {
+      if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
+    },
     /** Once Redis answers: a warning when it is set up to lose queued emails (README, Operations). */
     async checkDurability(): Promise<void> {
-      // Until Redis is there (the readiness check reports it meanwhile); its errors are not this check's.
-      if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
+      await this.connected();
       await warnIfNotDurable(probe, logger);
     },
     async close() {

@@ -164,3 +164,25 @@ it('SIGTERM while Redis is down exits 0 at once, instead of waiting out the drai
     await away.remove();
   }
 }, 30_000);
+
+it('says it is ready only once Redis answers, when it starts before Redis', async () => {
+  const late = await startPrivateRedis();
+  try {
+    await late.stop();
+    const from = output.length;
+    const log = () => output.slice(from).join('');
+    const mailer = startMailer({ REDIS_URL: late.url });
+    await until(() => log().includes('"msg":"mailer started"'), 'the mailer to start');
+    const operations = /"operations":"([^"]+)"/.exec(log())?.[1];
+    expect((await fetch(`${operations}/health/ready`)).status).toBe(503);
+    expect(log()).not.toContain('mailer ready');
+
+    await late.start();
+    await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
+    await until(async () => (await fetch(`${operations}/health/ready`)).status === 200, 'readiness');
+    mailer.child.kill('SIGTERM');
+    expect(await mailer.exited, log()).toBe(0);
+  } finally {
+    await late.remove();
+  }
+}, 30_000);
