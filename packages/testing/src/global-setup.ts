@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { bundle } from '@tessera/infra/bundle';
 import type { TestProject } from 'vitest/node';
 
+import { unlinkKeys } from './redis-keys.ts';
 import type {} from './services.ts';
 
 const LOCAL_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -65,9 +67,14 @@ export default async function setup(project: TestProject) {
     );
   }
 
+  // Each test file deletes its keys when it ends; a key a closing queue or process writes after that
+  // goes when the run ends.
+  const redisNamespace = `t_${randomBytes(4).toString('hex')}`;
   project.provide('postgresUrl', postgresUrl);
   project.provide('redisUrl', redisUrl);
+  project.provide('redisNamespace', redisNamespace);
   return async () => {
+    await unlinkKeys(redisUrl, `${redisNamespace}_`);
     await Promise.all(stops.map((stop) => stop()));
   };
 }

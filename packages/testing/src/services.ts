@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { migrateToLatest } from '@tessera/infra';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { unlinkKeys } from './redis-keys.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** Admin connection to a Postgres server; each test file creates its own database on it. */
     postgresUrl: string;
     redisUrl: string;
+    /** This run's part of the shared Redis: each test file's keys start with it. */
+    redisNamespace: string;
   }
 }
 
@@ -53,7 +55,7 @@ export interface TestRedis {
 
 /** Key prefixes of its own for one test file on the shared Redis. */
 export function createTestRedis(): TestRedis {
-  const namespace = uniqueName('t');
+  const namespace = uniqueName(inject('redisNamespace'));
   const keyPrefix = `${namespace}:`;
   const bullmqPrefix = `${namespace}-bull`;
   const url = inject('redisUrl');
@@ -61,15 +63,6 @@ export function createTestRedis(): TestRedis {
     url,
     keyPrefix,
     bullmqPrefix,
-    async flush() {
-      const redis = new Redis(url);
-      try {
-        for await (const keys of redis.scanStream({ match: `${namespace}*`, count: 500 })) {
-          if ((keys as string[]).length > 0) await redis.unlink(...(keys as string[]));
-        }
-      } finally {
-        await redis.quit();
-      }
-    },
+    flush: () => unlinkKeys(url, namespace),
   };
 }
