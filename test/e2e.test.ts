@@ -251,6 +251,8 @@ describe('the whole sign-in flow, end to end', () => {
     const exits = processes.map(async ({ child }) => (await once(child, 'exit'))[0]);
     for (const { child } of processes) child.kill('SIGTERM');
     await until(() => count('closing: finishing the work in flight') > 1);
+    // The orchestrator stops sending traffic: the operations port says it is not ready while it drains.
+    expect((await fetch(`${opsUrl}/health/ready`)).status).toBe(503);
     for (const { child } of processes) child.kill('SIGTERM');
     pipelining.socket.write(
       body.slice(10) + head('/api/v1/auth/send-otp-email', Buffer.byteLength(body)) + body,

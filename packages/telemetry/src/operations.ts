@@ -39,6 +39,8 @@ export interface OperationsServerOptions {
 
 export interface OperationsServer {
   url: string;
+  /** From now on `/health/ready` answers 503: the service is shutting down, its work finishing. */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -54,6 +56,7 @@ export async function startOperationsServer({
   checkTimeoutMs = 3000,
   now = () => new Date(),
 }: OperationsServerOptions): Promise<OperationsServer> {
+  let draining = false;
   const server = http.createServer((request, response) => {
     const path = request.url?.split('?')[0];
     if (request.method !== 'GET') {
@@ -64,6 +67,8 @@ export async function startOperationsServer({
       serveMetrics(request, response);
     } else if (path === '/health/live') {
       reply(response, success({ status: 'ok' }, now()));
+    } else if (path === '/health/ready' && draining) {
+      reply(response, failure(503, ['Service unavailable', 'shutting down'], now()));
     } else if (path === '/health/ready') {
       void checkReadiness(checks, checkTimeoutMs).then(([first, ...rest]) =>
         reply(
@@ -84,6 +89,9 @@ export async function startOperationsServer({
 
   return {
     url: `http://${shownHost}:${address.port}`,
+    drain: () => {
+      draining = true;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

@@ -27,6 +27,7 @@ closeGracefully({
   timeoutMs: config.shutdownTimeout * 1000,
   log: app.log,
   async close() {
+    operations.drain();
     // A keep-alive connection goes idle once its last request is answered: close it then, not when
     // the client gets round to it. Requests arriving meanwhile are answered 503 (plugins/draining).
     const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);

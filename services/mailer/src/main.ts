@@ -34,8 +34,9 @@ closeGracefully({
   timeoutMs: config.shutdownTimeout * 1000,
   log: logger,
   async close() {
+    operations?.drain();
     await mailWorker.close();
-    // Answering probes and scrapes until the jobs are done.
+    // Answering probes (not ready) and scrapes until the jobs are done.
     await operations?.close();
     transport.close();
     logger.info('closed');

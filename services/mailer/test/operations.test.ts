@@ -182,6 +182,24 @@ describe('health', () => {
     }
   });
 
+  it('is not ready once the service drains, while Redis answers, and still live', async () => {
+    const server = await startOperationsServer({
+      host: '127.0.0.1',
+      port: 0,
+      checks: { redis: mailWorker.ping },
+    });
+    try {
+      expect((await get('/health/ready', server.url)).status).toBe(200);
+      server.drain();
+      const ready = await get('/health/ready', server.url);
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(ready.body)).toMatchObject({ errors: ['Service unavailable', 'shutting down'] });
+      expect((await get('/health/live', server.url)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
   // Last: it stops this file's SMTP server.
   it('is not ready once the SMTP server is gone, and still live', async () => {
     await sink.close();
