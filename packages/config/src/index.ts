@@ -108,7 +108,7 @@ interface Leaf {
   /** Where the value goes in the configuration object. */
   path: string[];
   name: string;
-  schema: TSchema & { env: string; default?: unknown; description?: string };
+  schema: TSchema & { env: string; default?: unknown; description?: string; anyOf?: { const?: unknown }[] };
   required: boolean;
 }
 
@@ -137,6 +137,17 @@ export function readConfig<S extends TObject>(schema: S, env: NodeJS.ProcessEnv)
     properties: Object.fromEntries(leaves.map(({ name, schema: { env: _, ...rule } }) => [name, rule])),
     required: leaves.filter((leaf) => leaf.required && leaf.schema.default === undefined).map((l) => l.name),
   };
+  // Ajv would say "must be equal to constant" once per choice; the choices are what helps.
+  for (const { name, schema: rule } of leaves) {
+    const choices = rule.anyOf?.map((choice) => choice.const);
+    const value = env[name];
+    if (
+      value !== undefined &&
+      choices?.every((choice) => typeof choice === 'string') &&
+      !choices.includes(value)
+    )
+      throw new ConfigError(`Invalid configuration: ${name} must be one of ${choices.join(', ')}`);
+  }
   let values: Record<string, unknown>;
   try {
     values = envSchema<Record<string, unknown>>({ schema: flat, data: env, env: false, dotenv: false });

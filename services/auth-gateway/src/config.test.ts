@@ -34,7 +34,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrowError(
       /^Invalid configuration: PORT must be integer$/,
     );
-    expect(() => loadConfig({ APP_ENV: 'staging' })).toThrowError(/APP_ENV/);
+    expect(() => loadConfig({ APP_ENV: 'staging' })).toThrowError(
+      /^Invalid configuration: APP_ENV must be one of development, test, production$/,
+    );
+    expect(() => loadConfig({ LOG_LEVEL: 'verbose' })).toThrowError(
+      /^Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent$/,
+    );
   });
 
   it('refuses values no deployment means: past a date or a timer, or checking nothing', () => {
