@@ -96,7 +96,7 @@ export async function buildApp(
     db: app.db,
     redis: app.redis,
     mailQueue: app.mailQueue,
-    keys: await loadTokenKeys(config.jwt, config.env !== 'production'),
+    keys: await loadTokenKeys(config.jwt),
     clock,
     log: app.log,
   });

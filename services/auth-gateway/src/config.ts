@@ -96,7 +96,7 @@ export const GatewayConfigSchema = Type.Object({
     ),
     privateKeyFile: Optional(
       'JWT_PRIVATE_KEY_FILE',
-      'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, created on first start only in development.',
+      'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, which development alone creates on first start (a file named here must exist).',
     ),
     verifyKeys: Optional(
       'JWT_VERIFY_KEYS',
@@ -279,7 +279,7 @@ export type GatewayConfig = Readonly<
     http: Omit<Env['http'], 'trustProxy' | 'corsOrigins'> & { trustProxy: TrustProxy; corsOrigins: string[] };
     mail: Omit<Env['mail'], 'jobKey'> & { jobKeys: MailJobKeys };
     otp: Env['otp'] & { secret: string };
-    jwt: Env['jwt'] & { privateKeyFile: string };
+    jwt: Env['jwt'] & { privateKeyFile: string; createPrivateKeyFile: boolean };
     console: Env['console'] & { dir: string };
   }
 >;
@@ -307,6 +307,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       ...config.jwt,
       privateKeyFile:
         config.jwt.privateKeyFile ?? path.join(os.homedir(), '.cache', 'tessera', 'dev-signing-key.pem'),
+      // Only development's own key: a file named on purpose and missing is a mistake to report.
+      createPrivateKeyFile: config.env !== 'production' && config.jwt.privateKeyFile === undefined,
     }),
     console: Object.freeze({ ...config.console, dir: config.console.dir ?? CONSOLE_BUILD }),
   });

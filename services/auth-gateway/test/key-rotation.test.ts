@@ -144,10 +144,7 @@ describe('key rotation', () => {
 });
 
 describe('bad key material', () => {
-  const keysOf = (env: Record<string, string>) => {
-    const config = loadConfig(sharedEnv(env));
-    return loadTokenKeys(config.jwt, config.env !== 'production');
-  };
+  const keysOf = (env: Record<string, string>) => loadTokenKeys(loadConfig(sharedEnv(env)).jwt);
 
   it('fails with one line naming the variable (and the file)', async () => {
     const rsaFile = path.join(dir, 'rsa.pem');
@@ -207,6 +204,11 @@ describe('bad key material', () => {
       ],
       [
         { APP_ENV: 'production', MAIL_JOB_KEY: PRODUCTION_MAIL_JOB_KEY, JWT_PRIVATE_KEY_FILE: missing },
+        `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${missing}: cannot read the file (ENOENT)`,
+      ],
+      // In development too: only the default file is created when missing, not a mistyped name.
+      [
+        { JWT_PRIVATE_KEY_FILE: missing },
         `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${missing}: cannot read the file (ENOENT)`,
       ],
     ];

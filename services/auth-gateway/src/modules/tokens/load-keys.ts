@@ -14,18 +14,19 @@ import {
 export interface KeyConfig {
   privateKey?: string | undefined;
   privateKeyFile: string;
+  /** Creates the file with a new key when it does not exist (development's default file only). */
+  createPrivateKeyFile: boolean;
   verifyKeys?: string | undefined;
   verifyKeyFiles?: string | undefined;
 }
 
 /**
- * The signing key (JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, created when missing if `createIfMissing`)
+ * The signing key (JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, created when missing if `createPrivateKeyFile`)
  * and the keys that only verify (JWT_VERIFY_KEYS, JWT_VERIFY_KEY_FILES). Bad key material throws a
  * ConfigError, one line naming the variable (and the file).
  */
 export async function loadTokenKeys(
   config: KeyConfig,
-  createIfMissing: boolean,
 ): Promise<{ signingKey: SigningKey; verificationKeys: VerificationKey[] }> {
   const signingKey =
     config.privateKey !== undefined
@@ -33,7 +34,7 @@ export async function loadTokenKeys(
       : parseKey(
           `JWT_PRIVATE_KEY_FILE: ${config.privateKeyFile}`,
           await readOrFail(`JWT_PRIVATE_KEY_FILE: ${config.privateKeyFile}`, () =>
-            readKeyFile(config.privateKeyFile, createIfMissing),
+            readKeyFile(config.privateKeyFile, config.createPrivateKeyFile),
           ),
           signingKeyFromPem,
         );
