@@ -21,9 +21,13 @@ const AVAILABILITY = [
   { value: 'offline', label: 'Offline' },
 ];
 
-/** Every IANA zone the browser knows, plus the stored one should the browser not know it. */
+/**
+ * Every IANA zone the browser knows, UTC first (browsers list only places), plus the stored one
+ * should the browser not know it.
+ */
 function timeZoneOptions(current: string) {
-  const zones = Intl.supportedValuesOf('timeZone');
+  const zones = Intl.supportedValuesOf('timeZone').filter((zone) => zone !== 'UTC');
+  zones.unshift('UTC');
   if (current && !zones.includes(current)) zones.unshift(current);
   return [
     { value: '', label: 'Not set' },
