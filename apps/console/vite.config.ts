@@ -1,7 +1,7 @@
 import { defineConfig } from 'vite';
 
-/** Where `pnpm dev` sends API calls: the gateway that `pnpm dev` runs beside Vite. */
-const gateway = process.env.TESSERA_GATEWAY_URL ?? 'http://127.0.0.1:3000';
+/** Where `pnpm dev` sends API calls: the gateway that `pnpm dev` runs beside Vite, on its `PORT`. */
+const gateway = process.env.TESSERA_GATEWAY_URL ?? `http://127.0.0.1:${process.env.PORT || 3000}`;
 
 // Served by the gateway at /account/ (CONSOLE_BASE builds it for another path). Every asset is a file
 // of its own, named after its content: the page's Content-Security-Policy allows no inline code or data URL.
