@@ -26,6 +26,14 @@ export function RegistrationView({ registration, user }: { registration: Registr
   const [terms, setTerms] = useState(!missing.includes('termsOfUse'));
   const consentGiven = user.consentFormAccepted && user.consentFormVersion === policies.consentFormVersion;
   const [consent, setConsent] = useState(consentGiven);
+  // After a policy update, only what asks for an answer: the policies with a new version, and the
+  // consent form when the consent given was to an older version of it.
+  const asks = {
+    privacy: !policiesOnly || missing.includes('privacyPolicy'),
+    terms: !policiesOnly || missing.includes('termsOfUse'),
+    consent:
+      Boolean(policies.consentFormVersion) && (!policiesOnly || (user.consentFormAccepted && !consentGiven)),
+  };
   const [problems, setProblems] = useState<Problems>({});
   const [formError, setFormError] = useState<string | undefined>();
   const { busy, run } = useBusy();
@@ -138,21 +146,25 @@ export function RegistrationView({ registration, user }: { registration: Registr
             />
           </>
         )}
-        <CheckField
-          id="privacy-policy"
-          label={`I accept the privacy policy (version ${policies.privacyPolicyVersion})`}
-          checked={privacy}
-          onChange={edit('privacyPolicy', setPrivacy)}
-          error={problems.privacyPolicy}
-        />
-        <CheckField
-          id="terms-of-use"
-          label={`I accept the terms of use (version ${policies.termsOfUseVersion})`}
-          checked={terms}
-          onChange={edit('termsOfUse', setTerms)}
-          error={problems.termsOfUse}
-        />
-        {policies.consentFormVersion && (
+        {asks.privacy && (
+          <CheckField
+            id="privacy-policy"
+            label={`I accept the privacy policy (version ${policies.privacyPolicyVersion})`}
+            checked={privacy}
+            onChange={edit('privacyPolicy', setPrivacy)}
+            error={problems.privacyPolicy}
+          />
+        )}
+        {asks.terms && (
+          <CheckField
+            id="terms-of-use"
+            label={`I accept the terms of use (version ${policies.termsOfUseVersion})`}
+            checked={terms}
+            onChange={edit('termsOfUse', setTerms)}
+            error={problems.termsOfUse}
+          />
+        )}
+        {asks.consent && (
           <CheckField
             id="consent"
             label={`I give my consent as described in the consent form (version ${policies.consentFormVersion}). Optional.`}
