@@ -155,7 +155,7 @@ export const GatewayConfigSchema = Type.Object({
     maxFailuresPerEmailPerDay: Int(
       'OTP_MAX_FAILURES_PER_EMAIL_PER_DAY',
       20,
-      'Wrong codes evaluated per email per rolling 24 h; then every verification of the email is 429.',
+      'Wrong codes evaluated per email per rolling 24 h; then every verification of the email, and every send to it, is 429.',
     ),
     maxFailuresPerIpPerHour: Int(
       'OTP_MAX_FAILURES_PER_IP_PER_HOUR',

@@ -228,32 +228,45 @@ describe('verify limits (defaults)', () => {
     return body(response).data.code;
   }
 
-  it('refuses every verification of an email for 24 h once 20 wrong codes failed, whatever the codes sent', async () => {
+  it('refuses every verification of an email for 24 h once 20 wrong codes failed, whatever the codes sent, and sends it no code meanwhile', async () => {
     const email = 'target@example.com';
     const start = await redisNow(gateway);
+    // Three codes take 5 wrong guesses each (from different addresses) and lock; a fourth takes 4.
     for (let code = 0; code < 4; code++) {
       const right = await freshCode(email);
-      // Each code takes 5 wrong guesses from a different address, then locks.
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < (code < 3 ? 5 : 4); i++) {
         expect((await verify(gateway.app, email, wrongCode(right), `10.0.${code}.${i}`)).statusCode).toBe(
           400,
         );
       }
     }
-    // Even the right code of a brand-new code is refused, from anywhere.
+    // A brand-new code; its first wrong guess is the email's 20th, which says so.
     const right = await freshCode(email, '10.9.9.9');
-    // Until the first failure, 240 s ago, is 24 h old.
+    const twentieth = await verify(gateway.app, email, wrongCode(right), '10.9.9.8');
+    expect(twentieth.statusCode).toBe(400);
+    expect(body(twentieth).errors.at(-1)).toMatch(
+      /^Too many wrong codes for this email: no code is accepted for \d+ seconds$/,
+    );
+    // Until the first failure, 240 s ago, is 24 h old: even the right code is refused, from anywhere…
     const retryAfter = await expectRetryAfter(
       gateway,
       await verify(gateway.app, email, right, '10.9.9.9'),
       DAY - 240,
       start,
     );
-    await later(retryAfter);
-    // That code has expired meanwhile: a new one is accepted.
+    expect(body(await verify(gateway.app, email, right, '10.9.9.9')).errors).toContain(
+      'Too many wrong codes for this email',
+    );
+    // …and, a minute later, no new code is sent, which it could not take.
+    await later(60);
+    const refusedSend = await send(gateway.app, email, '10.9.9.7');
+    const sendWait = await expectRetryAfter(gateway, refusedSend, retryAfter - 60, start);
+    expect(body(refusedSend).errors).toContain('Too many wrong codes for this email');
+    await later(sendWait);
+    // A new code is sent and accepted.
     expect((await verify(gateway.app, email, await freshCode(email))).statusCode).toBe(200);
     // Each locked code, and the email's budget once, are lock-outs in the security log.
-    expect(await lockouts()).toEqual({ code: 4, email: 1 });
+    expect(await lockouts()).toEqual({ code: 3, email: 1 });
   });
 
   it('refuses verifications from an IP with 50 wrong codes in the last hour', async () => {

@@ -23,6 +23,17 @@ describe('sign-in failures', () => {
         failure(400, ['Validation failed', 'Invalid code', 'The code is now locked; request a new one']),
       ),
     ).toMatch(/not right.*no longer works.*Send a new code/);
+    expect(
+      verifyCodeFailure(
+        failure(400, [
+          'Validation failed',
+          'Invalid code',
+          'Too many wrong codes for this email: no code is accepted for 86280 seconds',
+        ]),
+      ),
+    ).toBe(
+      'That code is not right, and this email has had too many wrong codes. Try again in 23 hours 58 minutes.',
+    );
     expect(verifyCodeFailure(failure(404, ['Resource not found']))).toMatch(/Send a new code/);
     expect(verifyCodeFailure(failure(409, ['Resource already exists']))).toMatch(/Send a new code/);
   });

@@ -13,8 +13,12 @@ export function verifyCodeFailure(error: unknown): string {
   switch (error.status) {
     case 400: {
       // The API says how many wrong codes this code still takes ("4 attempt(s) left for this code"),
-      // or that this one was its last ("The code is now locked; request a new one").
+      // that this one was its last ("The code is now locked; request a new one"), or that the email
+      // takes no code for a while ("… no code is accepted for 86399 seconds").
       const details = error.messages.join('\n');
+      const wait = /no code is accepted for (\d+) seconds/.exec(details)?.[1];
+      if (wait !== undefined)
+        return `That code is not right, and this email has had too many wrong codes. ${retryText({ ...error, retryAfter: Number(wait) })}`;
       if (/now locked/.test(details))
         return 'That code is not right, and after so many tries this code no longer works. Send a new code.';
       const left = /^(\d+) attempt/m.exec(details)?.[1];

@@ -39,28 +39,34 @@ end
 export const refusedKey = (key: string) => `${key}:refused`;
 
 // Checks every window (KEYS: the logs, then their refusal markers); counts the event in all of them
-// only when none is full, and answers which ones it filled. A refusal names the window that frees up
-// last, so its wait is the true time until the event would be allowed.
+// but the gates only when none is full, and answers which ones it filled. A refusal names the window
+// that frees up last, so its wait is the true time until the event would be allowed.
 const HIT = `${SLIDING_WINDOW_LUA}
 local n, now, member = #KEYS / 2, now_ms(), ARGV[1]
 local longest, wait = 0, 0
 for i = 1, n do
-  local w = wait_ms(KEYS[i], now, tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1]))
+  local w = wait_ms(KEYS[i], now, tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]))
   if w > wait then longest, wait = i, w end
 end
 if wait > 0 then return {longest, wait, first_refusal(KEYS[n + longest], wait), {}} end
 local filled = {}
 for i = 1, n do
-  local window, limit = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  record(KEYS[i], now, window, member)
-  if wait_ms(KEYS[i], now, window, limit) > 0 then filled[#filled + 1] = i end
+  local window, limit = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
+  if ARGV[3 * i + 1] == '1' then
+    record(KEYS[i], now, window, member)
+    if wait_ms(KEYS[i], now, window, limit) > 0 then filled[#filled + 1] = i end
+  end
 end
 return {0, 0, 0, filled}
 `;
 
+type Hit = [number, number, number, number[]];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    hitWindows(...args: (string | number)[]): Result<[number, number, number, number[]], Context>;
+    /** HIT for 1, 2 or 3 windows: 2, 4 or 6 keys. */
+    hitWindows1(...args: (string | number)[]): Result<Hit, Context>;
+    hitWindows2(...args: (string | number)[]): Result<Hit, Context>;
+    hitWindows3(...args: (string | number)[]): Result<Hit, Context>;
   }
 }
 
@@ -70,6 +76,8 @@ export interface Window<Name extends string = string> {
   key: string;
   seconds: number;
   limit: number;
+  /** Checked, not counted in: a window of other events that refuses this one while it is full. */
+  gate?: boolean;
 }
 
 export type Refusal<Name extends string = string> = {
@@ -83,16 +91,25 @@ export type Refusal<Name extends string = string> = {
 export type SlidingWindows = ReturnType<typeof createSlidingWindows>;
 
 export function createSlidingWindows(redis: RedisClient) {
-  redis.defineCommand('hitWindows', { lua: HIT });
+  // One command per number of windows, its number of keys fixed: a Redis Cluster client's
+  // auto-pipelining groups a command by its first argument, which must then be a key, not the count
+  // (commands on different nodes would otherwise share a pipeline, which the client refuses).
+  const COMMANDS = ['hitWindows1', 'hitWindows2', 'hitWindows3'] as const;
+  for (const [i, name] of COMMANDS.entries())
+    redis.defineCommand(name, { numberOfKeys: (i + 1) * 2, lua: HIT });
+  function hitWindows(count: number) {
+    const name = COMMANDS[count - 1];
+    if (name === undefined) throw new Error(`a scope holds 1 to ${COMMANDS.length} windows, not ${count}`);
+    return (...args: (string | number)[]) => redis[name](...args);
+  }
 
   /** One script: the windows of one scope, whose keys share a hash tag (a cluster slot). */
   async function hitScope<Name extends string>(windows: Window<Name>[], event: string) {
-    const [index, waitMs, first, filled] = await redis.hitWindows(
-      windows.length * 2,
+    const [index, waitMs, first, filled] = await hitWindows(windows.length)(
       ...windows.map((w) => w.key),
       ...windows.map((w) => refusedKey(w.key)),
       event,
-      ...windows.flatMap((w) => [w.seconds * 1000, w.limit]),
+      ...windows.flatMap((w) => [w.seconds * 1000, w.limit, w.gate ? 0 : 1]),
     );
     const refused = windows[index - 1];
     return {
@@ -103,7 +120,7 @@ export function createSlidingWindows(redis: RedisClient) {
   }
 
   async function release(windows: Window[], event: string): Promise<void> {
-    await Promise.all(windows.map((w) => redis.zrem(w.key, event)));
+    await Promise.all(windows.filter((w) => !w.gate).map((w) => redis.zrem(w.key, event)));
   }
 
   return {

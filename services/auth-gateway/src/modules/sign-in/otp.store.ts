@@ -12,8 +12,11 @@ import {
 
 export type VerifyOutcome =
   | { result: 'ok' }
-  /** `lockedOut`: what this wrong guess has just locked (the code, the email's or the IP's budget). */
-  | { result: 'wrong'; attemptsLeft: number; lockedOut: LockOut[] }
+  /**
+   * `lockedOut`: what this wrong guess has just locked (the code, the email's or the IP's budget);
+   * `emailRetryAfter`: when it locked the email's, the seconds until a code is accepted again.
+   */
+  | { result: 'wrong'; attemptsLeft: number; lockedOut: LockOut[]; emailRetryAfter?: number }
   | { result: 'locked' }
   | { result: 'missing' }
   | { result: 'limited'; refusal: Refusal<'email' | 'ip'> };
@@ -55,7 +58,7 @@ if diff == 0 then
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
 record(failures_key, now, window, member)
-return {'wrong', max - attempts, wait_ms(failures_key, now, window, limit) > 0 and 1 or 0}
+return {'wrong', max - attempts, wait_ms(failures_key, now, window, limit)}
 `;
 
 // A new code replaces the email's previous one, its attempts from zero, with its own expiry: one
@@ -103,10 +106,19 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const ipKey = (kind: string, ip: string) => `{ip:${normalizeIP(ip)}}:${kind}`;
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
 
-  const sendScopes = (email: string, ip: string): Window<'cooldown' | 'email' | 'ip'>[][] => [
+  const emailFailures = (email: string) => emailKey('failures', email);
+  const sendScopes = (email: string, ip: string): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => [
     [
       { name: 'cooldown', key: emailKey('sent-recently', email), seconds: limits.resendCooldown, limit: 1 },
       { name: 'email', key: emailKey('sends', email), seconds: HOUR, limit: limits.maxSendsPerEmailPerHour },
+      // No code would be accepted while the email's wrong guesses are at their bound: none is sent.
+      {
+        name: 'failures',
+        key: emailFailures(email),
+        seconds: DAY,
+        limit: limits.maxFailuresPerEmailPerDay,
+        gate: true,
+      },
     ],
     [{ name: 'ip', key: ipKey('sends', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour }],
   ];
@@ -129,7 +141,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   return {
     /**
      * Stores a new code for the email, replacing any previous one, unless a send limit refuses it:
-     * the email's cooldown, its hourly cap or the client IP's hourly cap. `withdraw` undoes it.
+     * the email's cooldown, its hourly cap, its wrong guesses at their daily bound, or the client
+     * IP's hourly cap. `withdraw` undoes it.
      */
     async issue(email: string, code: string, ip: string) {
       const counted = await windows.hit(sendScopes(email, ip));
@@ -157,8 +170,10 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     async verify(email: string, code: string, ip: string): Promise<VerifyOutcome> {
       const taken = await windows.hit([ipFailures(ip)]);
       if (taken.refusal) return { result: 'limited', refusal: taken.refusal };
-      const failures = emailKey('failures', email);
-      const [result, n, flag] = await redis.verifyOtp(
+      const failures = emailFailures(email);
+      // n: attempts left (wrong) or the wait in ms (limited); m: the email's wait in ms (wrong), or
+      // whether this is the first refusal (limited).
+      const [result, n, m] = await redis.verifyOtp(
         emailKey('otp', email),
         failures,
         refusedKey(failures),
@@ -175,12 +190,17 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         case 'wrong': {
           const lockedOut: LockOut[] = [];
           if (n === 0) lockedOut.push('code');
-          if (flag) lockedOut.push('email');
+          if (m > 0) lockedOut.push('email');
           if (taken.filled.length > 0) lockedOut.push('ip');
-          return { result, attemptsLeft: n, lockedOut };
+          return {
+            result,
+            attemptsLeft: n,
+            lockedOut,
+            ...(m > 0 && { emailRetryAfter: Math.ceil(m / 1000) }),
+          };
         }
         case 'limited':
-          return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: flag === 1 } };
+          return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: m === 1 } };
         case 'ok':
         case 'locked':
         case 'missing':

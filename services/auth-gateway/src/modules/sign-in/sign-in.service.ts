@@ -39,6 +39,7 @@ const REFUSALS: Record<string, ErrorCode> = {
   'send:cooldown': 'SEND_COOLDOWN',
   'send:email': 'SEND_LIMIT_EMAIL',
   'send:ip': 'SEND_LIMIT_IP',
+  'send:failures': 'VERIFY_LIMIT_EMAIL',
   'verify:email': 'VERIFY_LIMIT_EMAIL',
   'verify:ip': 'VERIFY_LIMIT_IP',
 };
@@ -125,9 +126,11 @@ export function createSignInService(options: SignInServiceOptions) {
             });
           }
           throw new GatewayError('OTP_INVALID', [
-            outcome.attemptsLeft > 0
-              ? `${outcome.attemptsLeft} attempt(s) left for this code`
-              : 'The code is now locked; request a new one',
+            outcome.emailRetryAfter !== undefined
+              ? `Too many wrong codes for this email: no code is accepted for ${outcome.emailRetryAfter} seconds`
+              : outcome.attemptsLeft > 0
+                ? `${outcome.attemptsLeft} attempt(s) left for this code`
+                : 'The code is now locked; request a new one',
           ]);
       }
       try {
