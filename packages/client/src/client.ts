@@ -2,7 +2,7 @@ import { notSignedIn, TesseraError } from './errors.ts';
 import { sessionIdOf } from './jwt.ts';
 import { walkPages } from './pagination.ts';
 import { type Call, type Fetch, send, type Transport } from './request.ts';
-import { memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
+import { guarded, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
 import { createTokenKeeper } from './tokens.ts';
 import type {
   EndSessionResult,
@@ -49,7 +49,7 @@ export interface TesseraClient {
   auth: {
     /** Emails a sign-in code; `code` comes back in development and test only. */
     sendCode(email: string): Promise<SendCodeResult>;
-    /** Signs in with the emailed code and keeps the tokens. */
+    /** Signs in with the emailed code (spaces around it are dropped) and keeps the tokens. */
     verifyCode(email: string, code: string, extra?: SignupDetails): Promise<LoginResult>;
     /** Refreshes the tokens now (calls do it by themselves when needed); a 401 when the session has ended. */
     refresh(): Promise<TokenSet>;
@@ -64,7 +64,10 @@ export interface TesseraClient {
   sessions: {
     /** One page of the user's active sessions, newest first. */
     list(query?: PageQuery): Promise<Page<Session>>;
-    /** Every active session, page after page, each `_id` once. */
+    /**
+     * Every active session, page after page, each `_id` once. Pages are read by offset as the walk
+     * goes: ending sessions during it skips some, so collect the list first (or `auth.logout()`).
+     */
     all(options?: WalkOptions): AsyncGenerator<Session, void, undefined>;
     /** Ends one session ("sign out that device"); ending this client's own signs it out here too. */
     end(id: string): Promise<EndSessionResult>;
@@ -108,7 +111,7 @@ export function createClient({
 }: ClientOptions): TesseraClient {
   const transport: Transport = { baseUrl: baseUrl.replace(/\/+$/, ''), fetch, now, timeout };
   const tokens = createTokenKeeper({
-    storage,
+    storage: guarded(storage),
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,
     now,
     // Never given up on: the server may have rotated the token already, and a client that threw
@@ -125,17 +128,25 @@ export function createClient({
     onChange: onSessionChange,
   });
 
-  /** A call with the access token: refreshed first when about to expire, and once more on a 401. */
-  async function authorized<Data>(call: Call): Promise<Data> {
+  /**
+   * A call with the access token: refreshed first when about to expire, and once more on a 401. A
+   * call given as a function is made from the tokens it is sent with, which a refresh may have rotated.
+   */
+  async function authorized<Data>(call: Call | ((held: TokenSet) => Call)): Promise<Data> {
+    const sent = (held: TokenSet) =>
+      send<Data>(transport, {
+        ...(typeof call === 'function' ? call(held) : call),
+        accessToken: held.accessToken,
+      });
     const held = await tokens.fresh();
     if (held === null) throw notSignedIn();
     try {
-      return await send<Data>(transport, { ...call, accessToken: held.accessToken });
+      return await sent(held);
     } catch (error) {
       if (!(error instanceof TesseraError) || error.status !== 401) throw error;
       const renewed = await tokens.refresh(held);
       if (renewed === null) throw error;
-      return send<Data>(transport, { ...call, accessToken: renewed.accessToken });
+      return sent(renewed);
     }
   }
 
@@ -162,9 +173,22 @@ export function createClient({
         const result = await send<LoginResult>(transport, {
           method: 'POST',
           path: '/api/v1/auth/verify-otp-email',
-          body: { ...extra, email, code },
+          // A pasted code often carries spaces; the server trims the email but not the code.
+          body: { ...extra, email, code: code.trim() },
         });
-        await tokens.signIn(result, receivedAt);
+        try {
+          await tokens.signIn(result, receivedAt);
+        } catch (error) {
+          // The storage refused the tokens (no localStorage in server-side rendering, a full quota):
+          // end the session nobody can use rather than leave it on the user's devices list.
+          await send(transport, {
+            method: 'POST',
+            path: '/api/v1/auth/revoke-token',
+            body: { refreshToken: result.refreshToken },
+            accessToken: result.accessToken,
+          }).catch(() => undefined);
+          throw error;
+        }
         return result;
       },
 
@@ -177,12 +201,15 @@ export function createClient({
       },
 
       async revokeToken(refreshToken) {
-        const result = await authorized<RevokeTokenResult>({
+        // Our own token is rotated when the call refreshes first (an expiring access token, a 401):
+        // revoke what we hold when the request goes, not the spent token, which would get a 409.
+        const own = (await tokens.current())?.refreshToken === refreshToken;
+        const result = await authorized<RevokeTokenResult>((held) => ({
           method: 'POST',
           path: '/api/v1/auth/revoke-token',
-          body: { refreshToken },
-        });
-        await forgetIf((held) => held.refreshToken === refreshToken);
+          body: { refreshToken: own ? held.refreshToken : refreshToken },
+        }));
+        await forgetIf((held) => sessionIdOf(held.accessToken) === result._id);
         return result;
       },
 

@@ -32,6 +32,17 @@ export class TesseraError extends Error {
 /** What the client throws for a call that needs a session when it has none: the server's 401, unsent. */
 export const notSignedIn = () => new TesseraError({ status: 401, messages: ['Authentication required'] });
 
+/**
+ * What the client throws when the token storage failed (`localStorageStorage` without localStorage,
+ * a full quota, a locked keychain): no status, as nothing was answered, and not the network's fault.
+ */
+export const storageFailed = (cause: unknown) =>
+  new TesseraError({
+    status: 0,
+    messages: ['The token storage failed', ...(cause instanceof Error ? [cause.message] : [])],
+    cause,
+  });
+
 /** `Retry-After` in seconds: delta-seconds as sent, an HTTP date as the seconds left until it; else undefined. */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
   if (value === null) return undefined;

@@ -1,5 +1,6 @@
 import { afterEach, expect, it, vi } from 'vitest';
-import { localStorageStorage, type TokenSet } from './storage.ts';
+import { TesseraError } from './errors.ts';
+import { guarded, localStorageStorage, type TokenSet } from './storage.ts';
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -37,4 +38,28 @@ it("localStorageStorage hears another tab's writes to its key through the storag
   written('tokens');
 
   expect(heard).toEqual(['refresh-1', null]);
+});
+
+it('a storage that throws or rejects fails the client with a TesseraError that keeps the cause', async () => {
+  const quota = new Error('QuotaExceededError');
+  const storage = guarded({
+    key: 'full',
+    get: () => null,
+    set() {
+      throw quota;
+    },
+    clear: () => Promise.reject(quota),
+  });
+
+  for (const attempt of [storage.set(TOKENS), storage.clear()]) {
+    const error = await Promise.resolve(attempt).catch((reason: unknown) => reason);
+    expect(error).toBeInstanceOf(TesseraError);
+    expect(error).toMatchObject({
+      status: 0,
+      isNetworkError: false,
+      messages: ['The token storage failed', 'QuotaExceededError'],
+      cause: quota,
+    });
+  }
+  expect(await storage.get()).toBeNull();
 });

@@ -1,3 +1,4 @@
+import { storageFailed } from './errors.ts';
 import type { TokenPair } from './types.ts';
 
 /** The tokens the client holds: the server's pair, and when it was asked for (ms since the epoch). */
@@ -24,8 +25,35 @@ export interface TokenStorage {
   watch?(listener: (tokens: TokenSet | null) => void): () => void;
 }
 
-/** Tokens in this JavaScript context only: gone on reload, not shared with other tabs. The default. */
-export function memoryStorage(key = 'memory'): TokenStorage {
+/** `storage` whose failures are TesseraErrors, as every failure of the client is. */
+export function guarded(storage: TokenStorage): TokenStorage {
+  const guard =
+    <Args extends unknown[], Result>(method: (...args: Args) => MaybePromise<Result>) =>
+    async (...args: Args): Promise<Result> => {
+      try {
+        return await method.apply(storage, args);
+      } catch (cause) {
+        throw storageFailed(cause);
+      }
+    };
+  return {
+    key: storage.key,
+    get: guard(storage.get),
+    set: guard(storage.set),
+    clear: guard(storage.clear),
+    ...(storage.watch && { watch: storage.watch.bind(storage) }),
+  };
+}
+
+/**
+ * Tokens in this JavaScript context only: gone on reload, not shared with other tabs. The default.
+ * Each store has a key of its own, so clients on separate stores (a server calling for many users)
+ * never wait for each other's refresh; clients given the same store still share one.
+ */
+export function memoryStorage(): TokenStorage {
+  // Random, so also unique across the workers of a process, which share Web Locks and channel
+  // names; only uniqueness matters, not secrecy (and React Native has no `crypto.randomUUID`).
+  const key = `memory:${Math.random().toString(36).slice(2)}`;
   let tokens: TokenSet | null = null;
   return {
     key,

@@ -8,6 +8,7 @@ import {
   type ClientOptions,
   createClient,
   type Fetch,
+  localStorageStorage,
   memoryStorage,
   type TesseraClient,
   TesseraError,
@@ -205,6 +206,99 @@ describe('@tessera/client against the gateway', () => {
 
     expect(counting.count(REFRESH)).toBe(1);
     expect(b.changes.map((tokens) => tokens?.accessToken)).toEqual([(await storage.get())?.accessToken]);
+  });
+
+  it("refreshes one user's tokens while another client's refresh is held (a server calling for many users)", async () => {
+    // A client waits at most 10 s for a refresh that shares its lock, then refreshes anyway: made
+    // endless here, so that waiting at all for an unrelated client's refresh hangs the test.
+    const waitForEver = vi
+      .spyOn(AbortSignal, 'timeout')
+      .mockImplementation(() => new AbortController().signal);
+    let releaseA = () => {};
+    let aRefreshing = () => {};
+    const aHeld = new Promise<void>((resolve) => {
+      aRefreshing = resolve;
+    });
+    onTestFinished(() => {
+      releaseA();
+      waitForEver.mockRestore();
+    });
+    const holdingRefresh: Fetch = async (url, init) => {
+      if (new URL(url).pathname === '/api/v1/auth/refresh-token') {
+        aRefreshing();
+        await new Promise<void>((resolve) => {
+          releaseA = resolve;
+        });
+      }
+      return globalThis.fetch(url, init);
+    };
+    // Each on its default memory storage: its tokens are its own, and so is its refresh.
+    const a = client({ fetch: holdingRefresh });
+    const b = client();
+    const alice = await signIn(a.tessera, newEmail());
+    const bob = await signIn(b.tessera, newEmail());
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    const aliceMe = a.tessera.users.me();
+    await aHeld;
+
+    expect((await b.tessera.users.me())._id).toBe(bob.user._id);
+    expect(b.count(REFRESH)).toBe(1);
+    releaseA();
+    expect((await aliceMe)._id).toBe(alice.user._id);
+  });
+
+  it("revokeToken ends another device's session, or its own and signs out here, also when the call refreshes first", async () => {
+    const email = newEmail();
+    const { tessera, changes, count } = client();
+    const login = await signIn(tessera, email);
+    const elsewhere = await signIn(client().tessera, email);
+    await tessera.auth.revokeToken(elsewhere.refreshToken);
+    expect(await tessera.isSignedIn()).toBe(true);
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    const revoked = await tessera.auth.revokeToken(login.refreshToken);
+
+    expect(count(REFRESH)).toBe(1);
+    expect(await tessera.isSignedIn()).toBe(false);
+    expect(changes.at(-1)).toBeNull();
+    // The session is gone on the server: another device of the user sees only itself.
+    const other = client().tessera;
+    await signIn(other, email);
+    const sessions = (await other.sessions.list()).list;
+    expect(sessions.map((session) => session._id)).not.toContain(revoked._id);
+    expect(sessions).toHaveLength(1);
+  });
+
+  it('signs in with a pasted code and email padded with spaces', async () => {
+    const { tessera } = client();
+    const email = newEmail();
+    const { code } = await tessera.auth.sendCode(email);
+
+    const login = await tessera.auth.verifyCode(` ${email.toUpperCase()} `, ` ${code ?? ''}\n`);
+
+    expect(login.user.email).toBe(email);
+    expect(await tessera.isSignedIn()).toBe(true);
+  });
+
+  it('fails verifyCode with a TesseraError when the storage cannot keep the tokens, leaving no session', async () => {
+    // localStorageStorage where there is no localStorage: server-side rendering, Node.
+    expect(globalThis.localStorage).toBeUndefined();
+    const email = newEmail();
+    const { tessera, changes } = client({ storage: localStorageStorage() });
+
+    const refused = await failure(signIn(tessera, email));
+
+    expect(refused).toMatchObject({ status: 0, isNetworkError: false });
+    expect(refused.messages).toEqual([
+      'The token storage failed',
+      'localStorageStorage: there is no localStorage here',
+    ]);
+    expect(await tessera.isSignedIn()).toBe(false);
+    expect(changes).toEqual([]);
+    const other = client().tessera;
+    await signIn(other, email);
+    expect((await other.sessions.list()).pagination.totalItems).toBe(1);
   });
 
   it('logs out: the next call fails with 401, and another device is signed out once its refresh is refused', async () => {
