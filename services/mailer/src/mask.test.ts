@@ -27,6 +27,28 @@ describe('maskAddresses', () => {
     );
   });
 
+  it('masks addresses at the end of a sentence, with subdomains, capitals and non-ASCII domains', () => {
+    expect(maskAddresses('Unknown user Erin.Smith@Mail.Example.co.uk.')).toBe(
+      'Unknown user E***@Mail.Example.co.uk.',
+    );
+    expect(maskAddresses('to frank@bücher.de and root@localhost')).toBe(
+      'to f***@bücher.de and r***@localhost',
+    );
+  });
+
+  it('leaves the package paths of a stack trace alone, pnpm versions and scopes included', () => {
+    const stack = [
+      'Error: Message failed: 550 <grace@example.com> unknown',
+      '    at SMTPConnection._formatError (/app/node_modules/.pnpm/nodemailer@8.0.1/node_modules/nodemailer/lib/smtp-connection/index.js:798:19)',
+      '    at file:///app/node_modules/.pnpm/@fastify+otel@0.21.2_@opentelemetry+api@1.10.0/node_modules/@fastify/otel/index.js:12:3',
+      '    at run (/app/node_modules/.pnpm/bullmq@6.7.0_bullmq-otel@2.0.1_ioredis@6.0.0_patch_hash=32a9/node_modules/bullmq/dist/esm/classes/worker.js:1:1)',
+      '    at load (/app/node_modules/@scope.name/pkg/index.js:1:1)',
+    ].join('\n');
+    const [message, ...frames] = maskAddresses(stack).split('\n');
+    expect(message).toBe('Error: Message failed: 550 <g***@example.com> unknown');
+    expect(frames.join('\n')).toBe(stack.split('\n').slice(1).join('\n'));
+  });
+
   it('masks the message, stack and reply of a delivery error, keeping its response code', () => {
     const error = Object.assign(new Error('Message failed: 550 <dave@example.com> unknown'), {
       response: '550 <dave@example.com> unknown',

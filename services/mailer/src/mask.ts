@@ -7,7 +7,15 @@ export function maskEmail(email: string): string {
 /** Whether `email` is masked already (masking it again changes nothing): a redacted job's address. */
 export const isMasked = (email: string) => maskEmail(email) === email;
 
-const ADDRESS = /[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:]+/g;
+// The domain is a host name: one label, or labels of which the last (the TLD) starts with a letter,
+// and nothing of a path follows it. So the `name@version/` of a package in a stack trace's paths
+// (pnpm's `.pnpm/nodemailer@8.0.1/…`, `@scope+name@…`) is not taken for an address.
+const LABEL = String.raw`[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?`;
+const TLD = String.raw`\p{L}(?:[\p{L}\p{N}-]*[\p{L}\p{N}])?`;
+const ADDRESS = new RegExp(
+  String.raw`[^\s<>()[\]"',;:]+@(?:${LABEL}\.)*${TLD}(?![\p{L}\p{N}_+@/-]|\.[\p{L}\p{N}_-])`,
+  'gu',
+);
 
 /** Masks every address in a text, such as an SMTP reply (`550 <alice@example.com>: no such user`). */
 export function maskAddresses(text: string): string {
