@@ -6,7 +6,10 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { register as registerInThread, supportsSyncHooks } from 'import-in-the-middle/register-hooks.mjs';
+import { ignoreClientErrors } from './client-errors.ts';
 import { httpInstrumentation } from './http-instrumentation.ts';
+import { summarizeQuery } from './query-summary.ts';
+import { sampler } from './sampler.ts';
 import { UNTRACED } from './untraced.ts';
 
 // Paths only: a query string is the client's to fill, with whatever it likes.
@@ -24,19 +27,36 @@ export function exportTraces(): () => Promise<void> {
   else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   const sdk = new NodeSDK({
     ...(process.env.OTEL_SERVICE_NAME ? {} : { serviceName: defaultServiceName() }),
+    sampler: sampler(),
     instrumentations: [
       httpInstrumentation(),
       // The request span and its handler carry the route template; hooks get no spans of their own.
+      // A 4xx is the client's mistake: neither span is marked ERROR for it.
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
         instrumentHooks: false,
         ignorePaths: (route) => UNTRACED.test(route.url),
-        requestHook: (span, request) => span.setAttribute('url.path', pathOf(request.url)),
+        requestHook: (span, request) => {
+          span.setAttribute('url.path', pathOf(request.url));
+          ignoreClientErrors(span);
+        },
+        lifecycleHook: ignoreClientErrors,
       }),
       // Only inside a trace (not BullMQ's polling), and commands by name only: their arguments can
       // hold a queued job's code.
       new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
-      new PgInstrumentation({ requireParentSpan: true }),
+      // Named `SELECT sessions`, `WITH users`… by the statement, not by its prepared statement's name
+      // (a hash of its text). No `db.collection.name`: the conventions keep it for a table known
+      // without parsing the query, which can name several.
+      new PgInstrumentation({
+        requireParentSpan: true,
+        requestHook: (span, { query }) => {
+          const summary = summarizeQuery(query.text);
+          if (!summary) return;
+          span.updateName(summary.summary);
+          span.setAttribute('db.operation.name', summary.operation);
+        },
+      }),
     ],
   });
   sdk.start();

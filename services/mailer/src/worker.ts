@@ -1,3 +1,4 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
@@ -112,6 +113,21 @@ const isFinal = (job: Job, error: Error) =>
   job.attemptsMade >= (job.opts.attempts ?? 1);
 
 /**
+ * The processor, marking a failed attempt an error of its job's span (the active span while it runs):
+ * BullMQ only adds a `job failed` event to it.
+ */
+function failingSpan<R>(processor: (job: Job<EmailJobData>) => Promise<R>) {
+  return async (job: Job<EmailJobData>): Promise<R> => {
+    try {
+      return await processor(job);
+    } catch (error) {
+      trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    }
+  };
+}
+
+/**
  * The worker's connection. On one Redis server its commands are auto-pipelined: those issued in the
  * same turn of the event loop (job completions, acceptance records, fetches) go out in one write and
  * come back in one read instead of a round trip each. BullMQ's blocking connection, a duplicate of
@@ -145,7 +161,7 @@ export function createMailWorker({
 
   const worker = new Worker<EmailJobData, EmailResult>(
     EMAIL_QUEUE,
-    async (job) => {
+    failingSpan(async (job) => {
       const { name } = job;
       const jobId = job.id ?? '';
       if (!isEmailJob(name)) throw new UnrecoverableError(`Unknown job ${name}`);
@@ -171,7 +187,7 @@ export function createMailWorker({
       emails.add(1, { outcome: 'sent' in result ? 'sent' : 'expired' });
       logger.info({ jobId, to: maskEmail(data.to), ...result }, `${name} done`);
       return result;
-    },
+    }),
     {
       connection,
       prefix: config.queue.prefix,

@@ -15,6 +15,7 @@ import {
   createTestRedis,
   mentionsCode,
   type OtlpSink,
+  type ReceivedSpan,
   type SmtpSink,
   startOtlpSink,
   startSmtpSink,
@@ -54,6 +55,8 @@ beforeAll(async () => {
       MAIL_FROM: 'Tessera <no-reply@tessera.test>',
       MAIL_JOB_KEY,
       MAILER_METRICS_PORT: '0',
+      // BullMQ's stalled-job check, many times over while the test runs.
+      MAILER_STALLED_INTERVAL_MS: '100',
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_BSP_SCHEDULE_DELAY: '50',
@@ -102,7 +105,20 @@ it('traces a job: the SMTP send is a child of the job span, names the recipient 
   const failedJob = await otlp.waitFor(
     (span) => span.name === 'process email' && span.attributes['bullmq.job.id'] === rejected,
   );
-  await otlp.waitFor((span) => span.name === 'smtp send' && span.parentSpanId === failedJob.spanId);
+  const failedSend = await otlp.waitFor(
+    (span) => span.name === 'smtp send' && span.parentSpanId === failedJob.spanId,
+  );
+  // The failed attempt is an error of the job's span too, not of its SMTP send only.
+  expect(outcomeOf(job).status.code).not.toBe(STATUS_ERROR);
+  expect(outcomeOf(failedJob).status).toMatchObject({
+    code: STATUS_ERROR,
+    message: expect.stringMatching(/550/),
+  });
+  // The send's exception, addresses masked: its stack's package paths are none (pnpm's `nodemailer@…/`).
+  const [exception] = outcomeOf(failedSend).events.filter((event) => event.name === 'exception');
+  const stack = String(exception?.attributes['exception.stacktrace']);
+  expect(stack).toMatch(/\/nodemailer@\d+\.\d+\.\d+/);
+  expect(stack).not.toMatch(/\/\*\*\*@/);
 
   const logs = output
     .join('')
@@ -120,3 +136,40 @@ it('traces a job: the SMTP send is a child of the job span, names the recipient 
   for (const code of ['4826', '5937']) expect(mentionsCode(exported, code), `code ${code}`).toBe(false);
   expect(exported).not.toMatch(/(alice|bob)@/);
 });
+
+it("starts traces for jobs only: BullMQ's upkeep (stalled-job checks, closing) makes none", async () => {
+  // The spans still buffered are flushed on the way out.
+  child.kill('SIGTERM');
+  expect((await once(child, 'exit'))[0]).toBe(0);
+  const jobTraces = new Set(
+    otlp.spans.filter((span) => span.name === 'process email').map((span) => span.traceId),
+  );
+  expect(jobTraces.size).toBeGreaterThan(0);
+  const outside = otlp.spans.filter((span) => !jobTraces.has(span.traceId)).map((span) => span.name);
+  expect(outside).toEqual([]);
+});
+
+/** A span's status and events, as exported (the sink keeps them in the raw bodies only). */
+interface Outcome {
+  status: { code?: number; message?: string };
+  events: { name: string; attributes: Record<string, unknown> }[];
+}
+const STATUS_ERROR = 2;
+
+function outcomeOf(span: ReceivedSpan): Outcome {
+  const values = (list: { key: string; value: object }[] = []) =>
+    Object.fromEntries(list.map(({ key, value }) => [key, Object.values(value)[0]]));
+  for (const body of otlp.bodies)
+    for (const { scopeSpans = [] } of JSON.parse(body).resourceSpans ?? [])
+      for (const { spans = [] } of scopeSpans)
+        for (const raw of spans)
+          if (raw.spanId === span.spanId)
+            return {
+              status: raw.status ?? {},
+              events: (raw.events ?? []).map((event: { name: string; attributes?: [] }) => ({
+                name: event.name,
+                attributes: values(event.attributes),
+              })),
+            };
+  throw new Error(`span ${span.name} not exported`);
+}

@@ -1,0 +1,38 @@
+import { context, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
+import { SamplingDecision } from '@opentelemetry/sdk-trace';
+import { afterEach, expect, it } from 'vitest';
+import { sampler } from './sampler.ts';
+
+const TRACE_ID = 'f'.repeat(32);
+const sampled = trace.setSpanContext(ROOT_CONTEXT, {
+  traceId: 'a'.repeat(32),
+  spanId: 'b'.repeat(16),
+  traceFlags: TraceFlags.SAMPLED,
+});
+const decide = (name: string, kind: SpanKind, parent = context.active()) =>
+  sampler().shouldSample(parent, TRACE_ID, name, kind, {}, []).decision;
+
+afterEach(() => {
+  delete process.env.OTEL_TRACES_SAMPLER;
+  delete process.env.OTEL_TRACES_SAMPLER_ARG;
+});
+
+it("starts no trace for BullMQ's upkeep, and samples jobs and requests as configured", () => {
+  for (const name of ['moveStalledJobsToWait email', 'startStalledCheckTimer email', 'close email'])
+    expect(decide(name, SpanKind.INTERNAL), name).toBe(SamplingDecision.NOT_RECORD);
+  expect(decide('process email', SpanKind.CONSUMER)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  expect(decide('add email.send-otp', SpanKind.PRODUCER)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  // Inside a request's trace, closing a queue is part of it.
+  expect(decide('close email', SpanKind.INTERNAL, sampled)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+});
+
+it('follows OTEL_TRACES_SAMPLER otherwise', () => {
+  process.env.OTEL_TRACES_SAMPLER = 'traceidratio';
+  process.env.OTEL_TRACES_SAMPLER_ARG = '0';
+  expect(decide('process email', SpanKind.CONSUMER)).toBe(SamplingDecision.NOT_RECORD);
+  process.env.OTEL_TRACES_SAMPLER = 'parentbased_always_off';
+  expect(decide('GET /api/v1/users/me', SpanKind.SERVER)).toBe(SamplingDecision.NOT_RECORD);
+  expect(decide('process email', SpanKind.CONSUMER, sampled)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  process.env.OTEL_TRACES_SAMPLER = 'always_on';
+  expect(decide('moveStalledJobsToWait email', SpanKind.INTERNAL)).toBe(SamplingDecision.NOT_RECORD);
+});

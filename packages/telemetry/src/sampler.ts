@@ -1,0 +1,58 @@
+import { isSpanContextValid, SpanKind, trace } from '@opentelemetry/api';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  type Sampler,
+  SamplingDecision,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace';
+
+/**
+ * BullMQ's upkeep, which it traces with no job or request behind it: the stalled-job check on a timer
+ * (every few seconds in every mailer, with its Redis script as a child), starting that timer, a lock
+ * renewal, closing a queue or worker at shutdown. Span names are `<operation> <queue>`.
+ */
+const HOUSEKEEPING = /^(moveStalledJobsToWait|startStalledCheckTimer|extendLocks|close) /;
+
+/**
+ * The sampler OTEL_TRACES_SAMPLER names, but a trace that BullMQ's upkeep would start is not
+ * recorded: its spans and, under the parent-based samplers (the default), their children. Jobs
+ * (`add`, `process`) and everything in a request's or a job's trace are sampled as configured.
+ */
+export function sampler(): Sampler {
+  const configured = configuredSampler();
+  return {
+    shouldSample(context, traceId, name, kind, attributes, links) {
+      const parent = trace.getSpanContext(context);
+      const root = parent === undefined || !isSpanContextValid(parent);
+      if (root && kind === SpanKind.INTERNAL && HOUSEKEEPING.test(name))
+        return { decision: SamplingDecision.NOT_RECORD };
+      return configured.shouldSample(context, traceId, name, kind, attributes, links);
+    },
+    toString: () => `WithoutBullMQHousekeeping{${configured}}`,
+  };
+}
+
+/**
+ * What the SDK picks from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (the spec's values; its own
+ * reader is not exported): parent-based always-on when unset or unknown.
+ */
+function configuredSampler(): Sampler {
+  const arg = process.env.OTEL_TRACES_SAMPLER_ARG?.trim();
+  const ratio = () => (arg && Number(arg) >= 0 && Number(arg) <= 1 ? Number(arg) : 1);
+  switch (process.env.OTEL_TRACES_SAMPLER?.trim()) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(ratio());
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio()) });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
