@@ -143,6 +143,31 @@ export function createRedis(
   return client;
 }
 
+/** Where a connection's outages are told: pino's methods. */
+export interface OutageLog {
+  warn(fields: object, message: string): void;
+  info(message: string): void;
+  debug(fields: object, message: string): void;
+}
+
+/**
+ * Tells `log` of an outage of `client` once: a warning with its first error, the reconnection
+ * attempts that fail after it at debug (one every two seconds or so, for as long as it lasts), and
+ * one line when the connection is ready again.
+ */
+export function reportOutages(client: RedisClient, log: OutageLog, name: string): void {
+  let down = false;
+  client.on('error', (err: Error) => {
+    if (down) return log.debug({ err }, `${name} still unreachable`);
+    down = true;
+    log.warn({ err }, `${name} connection error`);
+  });
+  client.on('ready', () => {
+    if (down) log.info(`${name} connection is back`);
+    down = false;
+  });
+}
+
 /** Quits a connected client (pending replies arrive first), drops one that is not. */
 export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'ready') await client.quit();

@@ -15,6 +15,7 @@ import {
   createRedis,
   type RedisClient,
   type RedisTarget,
+  reportOutages,
   warnIfNotDurable,
 } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
@@ -155,8 +156,8 @@ export function createMailWorker({
   backoff = BACKOFF,
 }: MailWorkerOptions) {
   const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
-  // The worker itself reports connection errors ('error' below).
   const connection = workerConnection(redisTarget);
+  reportOutages(connection, logger, 'Redis');
   const deliveries = createDeliveriesStore(connection, config.queue.prefix);
 
   const worker = new Worker<EmailJobData, EmailResult>(
@@ -220,7 +221,12 @@ export function createMailWorker({
         logger.error({ err, jobId: job.id }, 'could not redact a failed job');
       });
   });
-  worker.on('error', (err) => logger.error({ err }, 'mail worker error'));
+  // An error of its connections while Redis is away is the outage's, told once (reportOutages).
+  worker.on('error', (err) =>
+    connection.status === 'ready'
+      ? logger.error({ err }, 'mail worker error')
+      : logger.debug({ err }, 'mail worker error'),
+  );
 
   // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of
   // queueing commands as the worker's does.

@@ -172,7 +172,7 @@ it('with Redis down, the queue gauge says NaN, and SIGTERM exits 0 at once inste
   }
 }, 30_000);
 
-it('says it is ready only once Redis answers, when it starts before Redis', async () => {
+it('says it is ready only once Redis answers, when it starts before Redis, and tells the outage once', async () => {
   const late = await startPrivateRedis();
   try {
     await late.stop();
@@ -187,6 +187,10 @@ it('says it is ready only once Redis answers, when it starts before Redis', asyn
     await late.start();
     await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
     await until(async () => (await fetch(`${operations}/health/ready`)).status === 200, 'readiness');
+    // The outage is told once, and its end, not each of the reconnection attempts in between.
+    await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
+    expect(log().match(/"msg":"Redis connection error"/g)).toHaveLength(1);
+    expect(log()).not.toContain('"level":50');
     mailer.child.kill('SIGTERM');
     expect(await mailer.exited, log()).toBe(0);
   } finally {

@@ -1,5 +1,5 @@
 import { EMAIL_QUEUE } from '@tessera/contracts';
-import { closeRedis, createRedis, type RedisTarget } from '@tessera/redis';
+import { closeRedis, createRedis, type RedisTarget, reportOutages } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
 import { Queue } from 'bullmq';
 import fp from 'fastify-plugin';
@@ -13,13 +13,13 @@ declare module 'fastify' {
 /** The producer side of the `email` queue (BullMQ), on a connection of its own that fails fast. */
 export default fp<{ redis: RedisTarget; prefix: string }>(
   async function mailQueuePlugin(app, { redis, prefix }) {
-    const connection = createRedis(redis, 'producer', (err) =>
-      app.log.warn({ err }, 'mail queue Redis connection error'),
-    );
+    const connection = createRedis(redis, 'producer', () => {});
+    reportOutages(connection, app.log, 'mail queue Redis');
     await connection.connect();
     // The job carries the request's trace context, so the mailer's spans join its trace.
     const queue = new Queue(EMAIL_QUEUE, { connection, prefix, telemetry: bullmqTelemetry() });
-    queue.on('error', (err) => app.log.warn({ err }, 'mail queue error'));
+    // Its connection's errors, told above.
+    queue.on('error', (err) => app.log.debug({ err }, 'mail queue error'));
     app.decorate('mailQueue', queue);
     app.addHook('onClose', async () => {
       await queue.close();

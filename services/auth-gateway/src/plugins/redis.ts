@@ -4,6 +4,7 @@ import {
   createRedis,
   type RedisClient,
   type RedisTarget,
+  reportOutages,
   warnIfNotDurable,
 } from '@tessera/redis';
 import fp from 'fastify-plugin';
@@ -27,10 +28,10 @@ export default fp<RedisTarget & { keyPrefix: string }>(
       'commands',
       (err) => {
         lastError = err;
-        app.log.warn({ err }, 'Redis connection error');
       },
       { keyPrefix },
     );
+    reportOutages(redis, app.log, 'Redis');
     app.decorate<RedisClient>('redis', redis);
     app.addHook('onClose', () => closeRedis(redis));
     // Why it could not connect (ECONNREFUSED, WRONGPASS…), rather than ioredis's "Connection is closed".

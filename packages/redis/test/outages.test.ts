@@ -1,0 +1,37 @@
+import { type PrivateRedis, startPrivateRedis, waitUntil } from '@tessera/testing';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { closeRedis, createRedis, reportOutages } from '../src/index.ts';
+
+let server: PrivateRedis;
+beforeAll(async () => {
+  server = await startPrivateRedis();
+});
+afterAll(() => server.remove());
+
+it('tells an outage once, its reconnection attempts at debug, and its end', async () => {
+  const told: { level: string; message: string }[] = [];
+  const log = {
+    warn: (_fields: object, message: string) => told.push({ level: 'warn', message }),
+    info: (message: string) => told.push({ level: 'info', message }),
+    debug: (_fields: object, message: string) => told.push({ level: 'debug', message }),
+  };
+  const client = createRedis({ url: server.url, clusterNodes: '' }, 'commands', () => {});
+  reportOutages(client, log, 'Redis');
+  await client.connect();
+  try {
+    await server.stop();
+    // Several attempts to reconnect fail while it is away.
+    await waitUntil('three failed attempts', () => told.length >= 3);
+    await server.start();
+    await waitUntil('the connection back', () => told.some(({ level }) => level === 'info'));
+
+    const levels = told.map(({ level }) => level);
+    expect(levels[0]).toBe('warn');
+    expect(levels.slice(1, -1).every((level) => level === 'debug')).toBe(true);
+    expect(told.at(-1)).toEqual({ level: 'info', message: 'Redis connection is back' });
+    expect(told[0]?.message).toBe('Redis connection error');
+    expect(await client.ping()).toBe('PONG');
+  } finally {
+    await closeRedis(client);
+  }
+});
