@@ -93,7 +93,7 @@ describe('without a build', () => {
       expect(response.statusCode).toBe(404);
       expect(body(response).errors).toEqual([
         'Resource not found',
-        'The account console is not built: run `pnpm --filter @tessera/console build`',
+        'The account console is not built: run `pnpm --filter @tessera/console build`, or set CONSOLE_DIR to its build',
       ]);
       expect((await empty.app.inject({ url: '/health/live' })).statusCode).toBe(200);
     } finally {

@@ -50,10 +50,10 @@ export default fp<ConsoleOptions>(
     });
 
     if (!existsSync(path.join(root, 'index.html'))) {
-      app.log.warn({ dir: root }, 'account console not built: /account/ answers 404');
+      app.log.warn({ dir: root }, `no account console in ${root} (CONSOLE_DIR): /account/ answers 404`);
       const notBuilt = async () => {
         throw new GatewayError('ROUTE_NOT_FOUND', [
-          'The account console is not built: run `pnpm --filter @tessera/console build`',
+          'The account console is not built: run `pnpm --filter @tessera/console build`, or set CONSOLE_DIR to its build',
         ]);
       };
       app.get(PREFIX, { schema: { hide: true } }, notBuilt);
