@@ -8,121 +8,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "status": "ok"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "status": "ok"
-                             *     }
-                             */
-                            data: {
-                                /** @enum {string} */
-                                status: "ok";
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        /** Liveness probe: the process is running */
+        get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -138,144 +25,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "postgres": "up",
-                         *         "redis": "up"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "postgres": "up",
-                             *       "redis": "up"
-                             *     }
-                             */
-                            data: {
-                                /** @enum {string} */
-                                postgres: "up";
-                                /** @enum {string} */
-                                redis: "up";
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        /** Readiness probe: Postgres and Redis answer */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -292,137 +43,7 @@ export interface paths {
             cookie?: never;
         };
         /** The public keys that verify access tokens (a standard JWK Set, not enveloped) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "keys": [
-                         *         {
-                         *           "kty": "OKP",
-                         *           "crv": "Ed25519",
-                         *           "x": "m4L2o6cJ7sFfE0Qb2cQ9nX1uYtR3wVzK8pHdA5gLsIo",
-                         *           "kid": "6twS_bE",
-                         *           "alg": "EdDSA",
-                         *           "use": "sig"
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            keys: {
-                                kty: string;
-                                crv: string;
-                                x: string;
-                                y?: string;
-                                kid: string;
-                                alg: string;
-                                use: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -440,185 +61,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a 4-digit sign-in code by email */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "email": "alice@example.com"
-                     *     }
-                     */
-                    "application/json": {
-                        /**
-                         * Format: email
-                         * @description Trimmed and lower-cased
-                         */
-                        email: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "email": "alice@example.com",
-                         *         "expiresIn": 300,
-                         *         "resendIn": 60
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "email": "alice@example.com",
-                             *       "expiresIn": 300,
-                             *       "resendIn": 60
-                             *     }
-                             */
-                            data: {
-                                /** @description The normalized address */
-                                email: string;
-                                /** @description Seconds until the code expires */
-                                expiresIn: number;
-                                /** @description Seconds until another code may be requested */
-                                resendIn: number;
-                                /** @description Development and test environments only */
-                                code?: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send a 4-digit sign-in code by email
+         * @description Answers once the email is queued, not once it is delivered. No access token.
+         */
+        post: operations["sendOtpEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -636,381 +83,9 @@ export interface paths {
         put?: never;
         /**
          * Sign in with the emailed code
-         * @description The first successful verification for an email creates its user.
+         * @description The first successful verification for an email creates its user. Every success starts a new session. No access token.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "email": "alice@example.com",
-                     *       "code": "0421"
-                     *     }
-                     */
-                    "application/json": {
-                        /**
-                         * Format: email
-                         * @description Trimmed and lower-cased
-                         */
-                        email: string;
-                        /** @description 4 digits */
-                        code: string;
-                        /** @description Where a new account came from; stored only when this sign-in creates the user */
-                        signupSource?: string;
-                        /** @description The campaign that brought a new account; stored only when this sign-in creates it */
-                        signupCampaign?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                         *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                         *         "expiresIn": 3600,
-                         *         "refreshExpiresIn": 2592000,
-                         *         "user": {
-                         *           "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *           "name": "Ayşe",
-                         *           "surname": "Yılmaz",
-                         *           "username": "ayse.yilmaz",
-                         *           "countryCode": "90",
-                         *           "phoneNumber": "5321234567",
-                         *           "signupSource": "ios",
-                         *           "signupCampaign": null,
-                         *           "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *           "availabilityStatus": "available",
-                         *           "birthDate": "1994-05-17T00:00:00.000Z",
-                         *           "gender": "female",
-                         *           "interests": [
-                         *             "photography",
-                         *             "hiking"
-                         *           ],
-                         *           "expertise": "Landscape photography",
-                         *           "email": "ayse@example.com",
-                         *           "bio": "Photographer in Istanbul.",
-                         *           "instagram": "ayse.shoots",
-                         *           "x": "ayseyilmaz",
-                         *           "tiktok": null,
-                         *           "snapchat": null,
-                         *           "facebook": null,
-                         *           "privacyPolicyAccepted": true,
-                         *           "privacyPolicyVersion": "1.0.0",
-                         *           "termsOfUseAccepted": true,
-                         *           "termsOfUseVersion": "1.0.0",
-                         *           "consentFormAccepted": false,
-                         *           "consentFormVersion": null,
-                         *           "isRegistrationComplete": true,
-                         *           "roles": [
-                         *             "user"
-                         *           ],
-                         *           "followersCount": 0,
-                         *           "followingCount": 0,
-                         *           "minutePriceInLiveStream": 0,
-                         *           "creditBalance": 0,
-                         *           "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *           "timezone": "Europe/Istanbul",
-                         *           "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *           "accountDeletionStatus": null,
-                         *           "accountDeletionRequestedAt": null,
-                         *           "accountDeletionScheduledFor": null,
-                         *           "accountDeletionCancelledAt": null,
-                         *           "accountDeletionFinalizedAt": null,
-                         *           "createdAt": "2026-11-20T14:01:45.000Z",
-                         *           "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *         },
-                         *         "isRegistrationComplete": true
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                             *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                             *       "expiresIn": 3600,
-                             *       "refreshExpiresIn": 2592000,
-                             *       "user": {
-                             *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                             *         "name": "Ayşe",
-                             *         "surname": "Yılmaz",
-                             *         "username": "ayse.yilmaz",
-                             *         "countryCode": "90",
-                             *         "phoneNumber": "5321234567",
-                             *         "signupSource": "ios",
-                             *         "signupCampaign": null,
-                             *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                             *         "availabilityStatus": "available",
-                             *         "birthDate": "1994-05-17T00:00:00.000Z",
-                             *         "gender": "female",
-                             *         "interests": [
-                             *           "photography",
-                             *           "hiking"
-                             *         ],
-                             *         "expertise": "Landscape photography",
-                             *         "email": "ayse@example.com",
-                             *         "bio": "Photographer in Istanbul.",
-                             *         "instagram": "ayse.shoots",
-                             *         "x": "ayseyilmaz",
-                             *         "tiktok": null,
-                             *         "snapchat": null,
-                             *         "facebook": null,
-                             *         "privacyPolicyAccepted": true,
-                             *         "privacyPolicyVersion": "1.0.0",
-                             *         "termsOfUseAccepted": true,
-                             *         "termsOfUseVersion": "1.0.0",
-                             *         "consentFormAccepted": false,
-                             *         "consentFormVersion": null,
-                             *         "isRegistrationComplete": true,
-                             *         "roles": [
-                             *           "user"
-                             *         ],
-                             *         "followersCount": 0,
-                             *         "followingCount": 0,
-                             *         "minutePriceInLiveStream": 0,
-                             *         "creditBalance": 0,
-                             *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                             *         "timezone": "Europe/Istanbul",
-                             *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                             *         "accountDeletionStatus": null,
-                             *         "accountDeletionRequestedAt": null,
-                             *         "accountDeletionScheduledFor": null,
-                             *         "accountDeletionCancelledAt": null,
-                             *         "accountDeletionFinalizedAt": null,
-                             *         "createdAt": "2026-11-20T14:01:45.000Z",
-                             *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                             *       },
-                             *       "isRegistrationComplete": true
-                             *     }
-                             */
-                            data: {
-                                /** @description JWT to send as `Authorization: Bearer <accessToken>` */
-                                accessToken: string;
-                                /** @description Opaque; exchanged for a new pair once, at the refresh route */
-                                refreshToken: string;
-                                /** @description Seconds until the access token expires */
-                                expiresIn: number;
-                                /** @description Seconds until the refresh token expires */
-                                refreshExpiresIn: number;
-                                user: {
-                                    /** Format: uuid */
-                                    _id: string;
-                                    name: string | null;
-                                    surname: string | null;
-                                    username: string | null;
-                                    countryCode: string | null;
-                                    phoneNumber: string | null;
-                                    signupSource: string | null;
-                                    signupCampaign: string | null;
-                                    profilePhoto: string | null;
-                                    availabilityStatus: string | null;
-                                    birthDate: string | null;
-                                    gender: string | null;
-                                    interests: string[];
-                                    expertise: string | null;
-                                    email: string;
-                                    bio: string | null;
-                                    instagram: string | null;
-                                    x: string | null;
-                                    tiktok: string | null;
-                                    snapchat: string | null;
-                                    facebook: string | null;
-                                    privacyPolicyAccepted: boolean;
-                                    privacyPolicyVersion: string | null;
-                                    termsOfUseAccepted: boolean;
-                                    termsOfUseVersion: string | null;
-                                    consentFormAccepted: boolean;
-                                    consentFormVersion: string | null;
-                                    isRegistrationComplete: boolean;
-                                    roles: string[];
-                                    followersCount: number;
-                                    followingCount: number;
-                                    minutePriceInLiveStream: number;
-                                    creditBalance: number;
-                                    lastLogin: string | null;
-                                    timezone: string | null;
-                                    lastUsernameChangeDate: string | null;
-                                    accountDeletionStatus: string | null;
-                                    accountDeletionRequestedAt: string | null;
-                                    accountDeletionScheduledFor: string | null;
-                                    accountDeletionCancelledAt: string | null;
-                                    accountDeletionFinalizedAt: string | null;
-                                    /** Format: date-time */
-                                    createdAt: string;
-                                    /** Format: date-time */
-                                    updatedAt: string;
-                                };
-                                /** @description Whether the client must show the registration/consent flow now */
-                                isRegistrationComplete: boolean;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource not found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["verifyOtpEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1026,200 +101,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a refresh token for a new token pair (the presented one stops working) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
-                     *     }
-                     */
-                    "application/json": {
-                        refreshToken: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                         *         "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
-                         *         "expiresIn": 3600,
-                         *         "refreshExpiresIn": 2592000
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                             *       "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
-                             *       "expiresIn": 3600,
-                             *       "refreshExpiresIn": 2592000
-                             *     }
-                             */
-                            data: {
-                                /** @description JWT to send as `Authorization: Bearer <accessToken>` */
-                                accessToken: string;
-                                /** @description Opaque; exchanged for a new pair once, at the refresh route */
-                                refreshToken: string;
-                                /** @description Seconds until the access token expires */
-                                expiresIn: number;
-                                /** @description Seconds until the refresh token expires */
-                                refreshExpiresIn: number;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Exchange a refresh token for a new token pair (the presented one stops working)
+         * @description No access token: the refresh token is the credential.
+         */
+        post: operations["refreshToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1236,241 +122,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** End the session a refresh token belongs to */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
-                     *     }
-                     */
-                    "application/json": {
-                        refreshToken: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *         "revokedAt": "2026-11-23T10:15:00.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                             *       "revokedAt": "2026-11-23T10:15:00.000Z"
-                             *     }
-                             */
-                            data: {
-                                _id: string;
-                                /** Format: date-time */
-                                revokedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Insufficient permissions */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource not found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["revokeToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1487,175 +139,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** End every session of the user */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "revokedSessions": 3
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "revokedSessions": 3
-                             *     }
-                             */
-                            data: {
-                                revokedSessions: number;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1670,255 +154,7 @@ export interface paths {
             cookie?: never;
         };
         /** The user's active sessions, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    page?: number;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "list": [
-                         *           {
-                         *             "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *             "createdAt": "2026-11-23T09:58:12.000Z",
-                         *             "lastUsedAt": "2026-11-23T10:13:40.000Z",
-                         *             "expiresAt": "2026-12-23T10:13:40.000Z",
-                         *             "ipAddress": "203.0.113.7",
-                         *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                         *             "current": true
-                         *           },
-                         *           {
-                         *             "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
-                         *             "createdAt": "2026-11-20T14:01:45.000Z",
-                         *             "lastUsedAt": "2026-11-22T19:30:02.000Z",
-                         *             "expiresAt": "2026-12-22T19:30:02.000Z",
-                         *             "ipAddress": "198.51.100.24",
-                         *             "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
-                         *             "current": false
-                         *           }
-                         *         ],
-                         *         "pagination": {
-                         *           "currentPage": 1,
-                         *           "totalPages": 1,
-                         *           "totalItems": 2,
-                         *           "itemsPerPage": 10,
-                         *           "hasNextPage": false,
-                         *           "hasPrevPage": false
-                         *         }
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "list": [
-                             *         {
-                             *           "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                             *           "createdAt": "2026-11-23T09:58:12.000Z",
-                             *           "lastUsedAt": "2026-11-23T10:13:40.000Z",
-                             *           "expiresAt": "2026-12-23T10:13:40.000Z",
-                             *           "ipAddress": "203.0.113.7",
-                             *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                             *           "current": true
-                             *         },
-                             *         {
-                             *           "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
-                             *           "createdAt": "2026-11-20T14:01:45.000Z",
-                             *           "lastUsedAt": "2026-11-22T19:30:02.000Z",
-                             *           "expiresAt": "2026-12-22T19:30:02.000Z",
-                             *           "ipAddress": "198.51.100.24",
-                             *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
-                             *           "current": false
-                             *         }
-                             *       ],
-                             *       "pagination": {
-                             *         "currentPage": 1,
-                             *         "totalPages": 1,
-                             *         "totalItems": 2,
-                             *         "itemsPerPage": 10,
-                             *         "hasNextPage": false,
-                             *         "hasPrevPage": false
-                             *       }
-                             *     }
-                             */
-                            data: {
-                                list: {
-                                    _id: string;
-                                    /** Format: date-time */
-                                    createdAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description Sign-in or last refresh
-                                     */
-                                    lastUsedAt: string;
-                                    /** Format: date-time */
-                                    expiresAt: string;
-                                    ipAddress: string | null;
-                                    userAgent: string | null;
-                                    /** @description The session of the calling access token */
-                                    current: boolean;
-                                }[];
-                                pagination: {
-                                    currentPage: number;
-                                    totalPages: number;
-                                    totalItems: number;
-                                    itemsPerPage: number;
-                                    hasNextPage: boolean;
-                                    hasPrevPage: boolean;
-                                };
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listSessions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1938,215 +174,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** End one of the user's sessions ("sign out that device") */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *         "revokedAt": "2026-11-23T10:15:00.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                             *       "revokedAt": "2026-11-23T10:15:00.000Z"
-                             *     }
-                             */
-                            data: {
-                                _id: string;
-                                /** Format: date-time */
-                                revokedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource not found */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["endSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2160,314 +188,7 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's profile */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *         "name": "Ayşe",
-                         *         "surname": "Yılmaz",
-                         *         "username": "ayse.yilmaz",
-                         *         "countryCode": "90",
-                         *         "phoneNumber": "5321234567",
-                         *         "signupSource": "ios",
-                         *         "signupCampaign": null,
-                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *         "availabilityStatus": "available",
-                         *         "birthDate": "1994-05-17T00:00:00.000Z",
-                         *         "gender": "female",
-                         *         "interests": [
-                         *           "photography",
-                         *           "hiking"
-                         *         ],
-                         *         "expertise": "Landscape photography",
-                         *         "email": "ayse@example.com",
-                         *         "bio": "Photographer in Istanbul.",
-                         *         "instagram": "ayse.shoots",
-                         *         "x": "ayseyilmaz",
-                         *         "tiktok": null,
-                         *         "snapchat": null,
-                         *         "facebook": null,
-                         *         "privacyPolicyAccepted": true,
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseAccepted": true,
-                         *         "termsOfUseVersion": "1.0.0",
-                         *         "consentFormAccepted": false,
-                         *         "consentFormVersion": null,
-                         *         "isRegistrationComplete": true,
-                         *         "roles": [
-                         *           "user"
-                         *         ],
-                         *         "followersCount": 0,
-                         *         "followingCount": 0,
-                         *         "minutePriceInLiveStream": 0,
-                         *         "creditBalance": 0,
-                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *         "timezone": "Europe/Istanbul",
-                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *         "accountDeletionStatus": null,
-                         *         "accountDeletionRequestedAt": null,
-                         *         "accountDeletionScheduledFor": null,
-                         *         "accountDeletionCancelledAt": null,
-                         *         "accountDeletionFinalizedAt": null,
-                         *         "createdAt": "2026-11-20T14:01:45.000Z",
-                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                             *       "name": "Ayşe",
-                             *       "surname": "Yılmaz",
-                             *       "username": "ayse.yilmaz",
-                             *       "countryCode": "90",
-                             *       "phoneNumber": "5321234567",
-                             *       "signupSource": "ios",
-                             *       "signupCampaign": null,
-                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                             *       "availabilityStatus": "available",
-                             *       "birthDate": "1994-05-17T00:00:00.000Z",
-                             *       "gender": "female",
-                             *       "interests": [
-                             *         "photography",
-                             *         "hiking"
-                             *       ],
-                             *       "expertise": "Landscape photography",
-                             *       "email": "ayse@example.com",
-                             *       "bio": "Photographer in Istanbul.",
-                             *       "instagram": "ayse.shoots",
-                             *       "x": "ayseyilmaz",
-                             *       "tiktok": null,
-                             *       "snapchat": null,
-                             *       "facebook": null,
-                             *       "privacyPolicyAccepted": true,
-                             *       "privacyPolicyVersion": "1.0.0",
-                             *       "termsOfUseAccepted": true,
-                             *       "termsOfUseVersion": "1.0.0",
-                             *       "consentFormAccepted": false,
-                             *       "consentFormVersion": null,
-                             *       "isRegistrationComplete": true,
-                             *       "roles": [
-                             *         "user"
-                             *       ],
-                             *       "followersCount": 0,
-                             *       "followingCount": 0,
-                             *       "minutePriceInLiveStream": 0,
-                             *       "creditBalance": 0,
-                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                             *       "timezone": "Europe/Istanbul",
-                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                             *       "accountDeletionStatus": null,
-                             *       "accountDeletionRequestedAt": null,
-                             *       "accountDeletionScheduledFor": null,
-                             *       "accountDeletionCancelledAt": null,
-                             *       "accountDeletionFinalizedAt": null,
-                             *       "createdAt": "2026-11-20T14:01:45.000Z",
-                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                             *     }
-                             */
-                            data: {
-                                /** Format: uuid */
-                                _id: string;
-                                name: string | null;
-                                surname: string | null;
-                                username: string | null;
-                                countryCode: string | null;
-                                phoneNumber: string | null;
-                                signupSource: string | null;
-                                signupCampaign: string | null;
-                                profilePhoto: string | null;
-                                availabilityStatus: string | null;
-                                birthDate: string | null;
-                                gender: string | null;
-                                interests: string[];
-                                expertise: string | null;
-                                email: string;
-                                bio: string | null;
-                                instagram: string | null;
-                                x: string | null;
-                                tiktok: string | null;
-                                snapchat: string | null;
-                                facebook: string | null;
-                                privacyPolicyAccepted: boolean;
-                                privacyPolicyVersion: string | null;
-                                termsOfUseAccepted: boolean;
-                                termsOfUseVersion: string | null;
-                                consentFormAccepted: boolean;
-                                consentFormVersion: string | null;
-                                isRegistrationComplete: boolean;
-                                roles: string[];
-                                followersCount: number;
-                                followingCount: number;
-                                minutePriceInLiveStream: number;
-                                creditBalance: number;
-                                lastLogin: string | null;
-                                timezone: string | null;
-                                lastUsernameChangeDate: string | null;
-                                accountDeletionStatus: string | null;
-                                accountDeletionRequestedAt: string | null;
-                                accountDeletionScheduledFor: string | null;
-                                accountDeletionCancelledAt: string | null;
-                                accountDeletionFinalizedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2475,422 +196,9 @@ export interface paths {
         head?: never;
         /**
          * Change the caller's profile (absent fields are left alone, null clears)
-         * @description Strings are trimmed; usernames are lower-cased and unique whatever their case. Read-only and unknown fields are a 400 naming the field. Every failing rule is one detail that names the field.
+         * @description Every string (and every interests entry) is trimmed before it is checked: the patterns and lengths below apply to the trimmed value, so `{ "instagram": " @ada " }` is accepted and stored as `ada`. Usernames are lower-cased and unique whatever their case. Read-only and unknown fields are a 400 naming the field. Every failing rule is one detail that names the field.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. Read-only and unknown fields are a 400 naming the field. */
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "name": "Ayşe",
-                     *       "surname": "Yılmaz",
-                     *       "username": "ayse.yilmaz",
-                     *       "countryCode": "90",
-                     *       "phoneNumber": "5321234567",
-                     *       "birthDate": "1994-05-17T00:00:00.000Z",
-                     *       "gender": "female",
-                     *       "availabilityStatus": "available",
-                     *       "interests": [
-                     *         "photography",
-                     *         "hiking"
-                     *       ],
-                     *       "expertise": "Landscape photography",
-                     *       "bio": "Photographer in Istanbul.",
-                     *       "instagram": "ayse.shoots",
-                     *       "x": "@ayseyilmaz",
-                     *       "tiktok": null,
-                     *       "snapchat": null,
-                     *       "facebook": null,
-                     *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                     *       "timezone": "Europe/Istanbul",
-                     *       "privacyPolicyAccepted": true,
-                     *       "privacyPolicyVersion": "1.0.0",
-                     *       "termsOfUseAccepted": true,
-                     *       "termsOfUseVersion": "1.0.0"
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description Given name: 1–60 characters, no control characters. null clears it, but not once registration is complete. */
-                        name?: string | null;
-                        /** @description Family name: 1–60 characters, no control characters. null clears it, but not once registration is complete. */
-                        surname?: string | null;
-                        /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. */
-                        username?: string | null;
-                        /** @description Calling code, 1–3 digits without "+" (90). Sent together with phoneNumber; both null clears the phone number. */
-                        countryCode?: string | null;
-                        /** @description National number, 4–14 digits; with countryCode at most 15 digits (E.164). Sent together with countryCode. */
-                        phoneNumber?: string | null;
-                        /** @description ISO 8601 date-time in the past; the user is at least MIN_AGE (default 13) and at most 130 years old. null clears it. */
-                        birthDate?: string | null;
-                        /** @description null clears it. */
-                        gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
-                        /** @description null clears it. */
-                        availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
-                        /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. */
-                        interests?: string[] | null;
-                        /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. */
-                        expertise?: string | null;
-                        /** @description At most 500 characters; no control characters but tabs and line breaks. null or an empty string clears it. */
-                        bio?: string | null;
-                        /** @description Instagram handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
-                        instagram?: string | null;
-                        /** @description X handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
-                        x?: string | null;
-                        /** @description TikTok handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
-                        tiktok?: string | null;
-                        /** @description Snapchat handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
-                        snapchat?: string | null;
-                        /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. */
-                        facebook?: string | null;
-                        /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. */
-                        profilePhoto?: string | null;
-                        /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. */
-                        timezone?: string | null;
-                        /**
-                         * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
-                         * @enum {boolean}
-                         */
-                        privacyPolicyAccepted?: true;
-                        /** @description The current PRIVACY_POLICY_VERSION (see GET /api/v1/users/me/registration); any other is a 400. */
-                        privacyPolicyVersion?: string;
-                        /**
-                         * @description Accepts the terms of use; only with termsOfUseVersion. Cannot be withdrawn here.
-                         * @enum {boolean}
-                         */
-                        termsOfUseAccepted?: true;
-                        /** @description The current TERMS_OF_USE_VERSION (see GET /api/v1/users/me/registration); any other is a 400. */
-                        termsOfUseVersion?: string;
-                        /** @description true accepts the consent form (with consentFormVersion; a 400 when no consent form is in use); false withdraws consent, keeping the stored version. */
-                        consentFormAccepted?: boolean;
-                        /** @description With consentFormAccepted true: the current CONSENT_FORM_VERSION. With false it may be omitted, or be the version being withdrawn. */
-                        consentFormVersion?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *         "name": "Ayşe",
-                         *         "surname": "Yılmaz",
-                         *         "username": "ayse.yilmaz",
-                         *         "countryCode": "90",
-                         *         "phoneNumber": "5321234567",
-                         *         "signupSource": "ios",
-                         *         "signupCampaign": null,
-                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *         "availabilityStatus": "available",
-                         *         "birthDate": "1994-05-17T00:00:00.000Z",
-                         *         "gender": "female",
-                         *         "interests": [
-                         *           "photography",
-                         *           "hiking"
-                         *         ],
-                         *         "expertise": "Landscape photography",
-                         *         "email": "ayse@example.com",
-                         *         "bio": "Photographer in Istanbul.",
-                         *         "instagram": "ayse.shoots",
-                         *         "x": "ayseyilmaz",
-                         *         "tiktok": null,
-                         *         "snapchat": null,
-                         *         "facebook": null,
-                         *         "privacyPolicyAccepted": true,
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseAccepted": true,
-                         *         "termsOfUseVersion": "1.0.0",
-                         *         "consentFormAccepted": false,
-                         *         "consentFormVersion": null,
-                         *         "isRegistrationComplete": true,
-                         *         "roles": [
-                         *           "user"
-                         *         ],
-                         *         "followersCount": 0,
-                         *         "followingCount": 0,
-                         *         "minutePriceInLiveStream": 0,
-                         *         "creditBalance": 0,
-                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *         "timezone": "Europe/Istanbul",
-                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *         "accountDeletionStatus": null,
-                         *         "accountDeletionRequestedAt": null,
-                         *         "accountDeletionScheduledFor": null,
-                         *         "accountDeletionCancelledAt": null,
-                         *         "accountDeletionFinalizedAt": null,
-                         *         "createdAt": "2026-11-20T14:01:45.000Z",
-                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                             *       "name": "Ayşe",
-                             *       "surname": "Yılmaz",
-                             *       "username": "ayse.yilmaz",
-                             *       "countryCode": "90",
-                             *       "phoneNumber": "5321234567",
-                             *       "signupSource": "ios",
-                             *       "signupCampaign": null,
-                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                             *       "availabilityStatus": "available",
-                             *       "birthDate": "1994-05-17T00:00:00.000Z",
-                             *       "gender": "female",
-                             *       "interests": [
-                             *         "photography",
-                             *         "hiking"
-                             *       ],
-                             *       "expertise": "Landscape photography",
-                             *       "email": "ayse@example.com",
-                             *       "bio": "Photographer in Istanbul.",
-                             *       "instagram": "ayse.shoots",
-                             *       "x": "ayseyilmaz",
-                             *       "tiktok": null,
-                             *       "snapchat": null,
-                             *       "facebook": null,
-                             *       "privacyPolicyAccepted": true,
-                             *       "privacyPolicyVersion": "1.0.0",
-                             *       "termsOfUseAccepted": true,
-                             *       "termsOfUseVersion": "1.0.0",
-                             *       "consentFormAccepted": false,
-                             *       "consentFormVersion": null,
-                             *       "isRegistrationComplete": true,
-                             *       "roles": [
-                             *         "user"
-                             *       ],
-                             *       "followersCount": 0,
-                             *       "followingCount": 0,
-                             *       "minutePriceInLiveStream": 0,
-                             *       "creditBalance": 0,
-                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                             *       "timezone": "Europe/Istanbul",
-                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                             *       "accountDeletionStatus": null,
-                             *       "accountDeletionRequestedAt": null,
-                             *       "accountDeletionScheduledFor": null,
-                             *       "accountDeletionCancelledAt": null,
-                             *       "accountDeletionFinalizedAt": null,
-                             *       "createdAt": "2026-11-20T14:01:45.000Z",
-                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                             *     }
-                             */
-                            data: {
-                                /** Format: uuid */
-                                _id: string;
-                                name: string | null;
-                                surname: string | null;
-                                username: string | null;
-                                countryCode: string | null;
-                                phoneNumber: string | null;
-                                signupSource: string | null;
-                                signupCampaign: string | null;
-                                profilePhoto: string | null;
-                                availabilityStatus: string | null;
-                                birthDate: string | null;
-                                gender: string | null;
-                                interests: string[];
-                                expertise: string | null;
-                                email: string;
-                                bio: string | null;
-                                instagram: string | null;
-                                x: string | null;
-                                tiktok: string | null;
-                                snapchat: string | null;
-                                facebook: string | null;
-                                privacyPolicyAccepted: boolean;
-                                privacyPolicyVersion: string | null;
-                                termsOfUseAccepted: boolean;
-                                termsOfUseVersion: string | null;
-                                consentFormAccepted: boolean;
-                                consentFormVersion: string | null;
-                                isRegistrationComplete: boolean;
-                                roles: string[];
-                                followersCount: number;
-                                followingCount: number;
-                                minutePriceInLiveStream: number;
-                                creditBalance: number;
-                                lastLogin: string | null;
-                                timezone: string | null;
-                                lastUsernameChangeDate: string | null;
-                                accountDeletionStatus: string | null;
-                                accountDeletionRequestedAt: string | null;
-                                accountDeletionScheduledFor: string | null;
-                                accountDeletionCancelledAt: string | null;
-                                accountDeletionFinalizedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateMe"];
         trace?: never;
     };
     "/api/v1/users/me/registration": {
@@ -2901,202 +209,7 @@ export interface paths {
             cookie?: never;
         };
         /** What the client must still show before the registration is complete */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "isRegistrationComplete": false,
-                         *         "missing": [
-                         *           "username",
-                         *           "termsOfUse"
-                         *         ],
-                         *         "policies": {
-                         *           "privacyPolicyVersion": "1.0.0",
-                         *           "termsOfUseVersion": "1.1.0",
-                         *           "consentFormVersion": "1.0.0"
-                         *         }
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "isRegistrationComplete": false,
-                             *       "missing": [
-                             *         "username",
-                             *         "termsOfUse"
-                             *       ],
-                             *       "policies": {
-                             *         "privacyPolicyVersion": "1.0.0",
-                             *         "termsOfUseVersion": "1.1.0",
-                             *         "consentFormVersion": "1.0.0"
-                             *       }
-                             *     }
-                             */
-                            data: {
-                                /** @description Every requirement met against the current versions */
-                                isRegistrationComplete: boolean;
-                                /** @description In this order: name, surname, username, privacyPolicy, termsOfUse */
-                                missing: ("name" | "surname" | "username" | "privacyPolicy" | "termsOfUse")[];
-                                policies: {
-                                    privacyPolicyVersion: string;
-                                    termsOfUseVersion: string;
-                                    /** @description null: no consent form is in use */
-                                    consentFormVersion: string | null;
-                                };
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRegistration"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3113,233 +226,7 @@ export interface paths {
             cookie?: never;
         };
         /** The caller's own security events, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    page?: number;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "list": [
-                         *           {
-                         *             "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
-                         *             "type": "sign_in",
-                         *             "createdAt": "2026-11-23T09:58:12.000Z",
-                         *             "ipAddress": "203.0.113.7",
-                         *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                         *             "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
-                         *           }
-                         *         ],
-                         *         "pagination": {
-                         *           "currentPage": 1,
-                         *           "totalPages": 4,
-                         *           "totalItems": 31,
-                         *           "itemsPerPage": 10,
-                         *           "hasNextPage": true,
-                         *           "hasPrevPage": false
-                         *         }
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "list": [
-                             *         {
-                             *           "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
-                             *           "type": "sign_in",
-                             *           "createdAt": "2026-11-23T09:58:12.000Z",
-                             *           "ipAddress": "203.0.113.7",
-                             *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                             *           "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
-                             *         }
-                             *       ],
-                             *       "pagination": {
-                             *         "currentPage": 1,
-                             *         "totalPages": 4,
-                             *         "totalItems": 31,
-                             *         "itemsPerPage": 10,
-                             *         "hasNextPage": true,
-                             *         "hasPrevPage": false
-                             *       }
-                             *     }
-                             */
-                            data: {
-                                list: {
-                                    _id: string;
-                                    /**
-                                     * @description sign_in: a code was accepted and a session started; sign_in_failed: a wrong code was entered for this account; code_locked: sign-in was locked after too many wrong codes (of one code, the email or the client IP); rate_limited: requests for this account were refused by a limit; refresh_reuse: a refresh token was used twice; its session was ended; session_revoked: a session was ended by revoke-token or "sign out that device"; logout: every session was ended; username_changed, profile_updated: the username or other fields of the profile changed; policy_accepted, consent_withdrawn: a policy (privacy policy, terms of use, consent form) was accepted, or consent withdrawn; deletion_requested, deletion_cancelled, deletion_finalized: the account deletion lifecycle
-                                     * @enum {unknown}
-                                     */
-                                    type: "sign_in" | "sign_in_failed" | "code_locked" | "rate_limited" | "refresh_reuse" | "session_revoked" | "logout" | "username_changed" | "profile_updated" | "policy_accepted" | "consent_withdrawn" | "deletion_requested" | "deletion_cancelled" | "deletion_finalized";
-                                    /** Format: date-time */
-                                    createdAt: string;
-                                    ipAddress: string | null;
-                                    userAgent: string | null;
-                                    /** @description null when not tied to a session */
-                                    sessionId: string | null;
-                                }[];
-                                pagination: {
-                                    currentPage: number;
-                                    totalPages: number;
-                                    totalItems: number;
-                                    itemsPerPage: number;
-                                    hasNextPage: boolean;
-                                    hasPrevPage: boolean;
-                                };
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listSecurityEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3361,660 +248,12 @@ export interface paths {
          * Schedule the deletion of the caller's account
          * @description The account is erased `ACCOUNT_DELETION_GRACE` seconds from now (`accountDeletionScheduledFor`); an email tells the date. Until then everything works as before and the deletion can be cancelled. Then every session ends and the personal data is erased. 409: already scheduled.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *         "name": "Ayşe",
-                         *         "surname": "Yılmaz",
-                         *         "username": "ayse.yilmaz",
-                         *         "countryCode": "90",
-                         *         "phoneNumber": "5321234567",
-                         *         "signupSource": "ios",
-                         *         "signupCampaign": null,
-                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *         "availabilityStatus": "available",
-                         *         "birthDate": "1994-05-17T00:00:00.000Z",
-                         *         "gender": "female",
-                         *         "interests": [
-                         *           "photography",
-                         *           "hiking"
-                         *         ],
-                         *         "expertise": "Landscape photography",
-                         *         "email": "ayse@example.com",
-                         *         "bio": "Photographer in Istanbul.",
-                         *         "instagram": "ayse.shoots",
-                         *         "x": "ayseyilmaz",
-                         *         "tiktok": null,
-                         *         "snapchat": null,
-                         *         "facebook": null,
-                         *         "privacyPolicyAccepted": true,
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseAccepted": true,
-                         *         "termsOfUseVersion": "1.0.0",
-                         *         "consentFormAccepted": false,
-                         *         "consentFormVersion": null,
-                         *         "isRegistrationComplete": true,
-                         *         "roles": [
-                         *           "user"
-                         *         ],
-                         *         "followersCount": 0,
-                         *         "followingCount": 0,
-                         *         "minutePriceInLiveStream": 0,
-                         *         "creditBalance": 0,
-                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *         "timezone": "Europe/Istanbul",
-                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *         "accountDeletionStatus": "scheduled",
-                         *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                         *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                         *         "accountDeletionCancelledAt": null,
-                         *         "accountDeletionFinalizedAt": null,
-                         *         "createdAt": "2026-11-20T14:01:45.000Z",
-                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                             *       "name": "Ayşe",
-                             *       "surname": "Yılmaz",
-                             *       "username": "ayse.yilmaz",
-                             *       "countryCode": "90",
-                             *       "phoneNumber": "5321234567",
-                             *       "signupSource": "ios",
-                             *       "signupCampaign": null,
-                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                             *       "availabilityStatus": "available",
-                             *       "birthDate": "1994-05-17T00:00:00.000Z",
-                             *       "gender": "female",
-                             *       "interests": [
-                             *         "photography",
-                             *         "hiking"
-                             *       ],
-                             *       "expertise": "Landscape photography",
-                             *       "email": "ayse@example.com",
-                             *       "bio": "Photographer in Istanbul.",
-                             *       "instagram": "ayse.shoots",
-                             *       "x": "ayseyilmaz",
-                             *       "tiktok": null,
-                             *       "snapchat": null,
-                             *       "facebook": null,
-                             *       "privacyPolicyAccepted": true,
-                             *       "privacyPolicyVersion": "1.0.0",
-                             *       "termsOfUseAccepted": true,
-                             *       "termsOfUseVersion": "1.0.0",
-                             *       "consentFormAccepted": false,
-                             *       "consentFormVersion": null,
-                             *       "isRegistrationComplete": true,
-                             *       "roles": [
-                             *         "user"
-                             *       ],
-                             *       "followersCount": 0,
-                             *       "followingCount": 0,
-                             *       "minutePriceInLiveStream": 0,
-                             *       "creditBalance": 0,
-                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                             *       "timezone": "Europe/Istanbul",
-                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                             *       "accountDeletionStatus": "scheduled",
-                             *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                             *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                             *       "accountDeletionCancelledAt": null,
-                             *       "accountDeletionFinalizedAt": null,
-                             *       "createdAt": "2026-11-20T14:01:45.000Z",
-                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                             *     }
-                             */
-                            data: {
-                                /** Format: uuid */
-                                _id: string;
-                                name: string | null;
-                                surname: string | null;
-                                username: string | null;
-                                countryCode: string | null;
-                                phoneNumber: string | null;
-                                signupSource: string | null;
-                                signupCampaign: string | null;
-                                profilePhoto: string | null;
-                                availabilityStatus: string | null;
-                                birthDate: string | null;
-                                gender: string | null;
-                                interests: string[];
-                                expertise: string | null;
-                                email: string;
-                                bio: string | null;
-                                instagram: string | null;
-                                x: string | null;
-                                tiktok: string | null;
-                                snapchat: string | null;
-                                facebook: string | null;
-                                privacyPolicyAccepted: boolean;
-                                privacyPolicyVersion: string | null;
-                                termsOfUseAccepted: boolean;
-                                termsOfUseVersion: string | null;
-                                consentFormAccepted: boolean;
-                                consentFormVersion: string | null;
-                                isRegistrationComplete: boolean;
-                                roles: string[];
-                                followersCount: number;
-                                followingCount: number;
-                                minutePriceInLiveStream: number;
-                                creditBalance: number;
-                                lastLogin: string | null;
-                                timezone: string | null;
-                                lastUsernameChangeDate: string | null;
-                                accountDeletionStatus: string | null;
-                                accountDeletionRequestedAt: string | null;
-                                accountDeletionScheduledFor: string | null;
-                                accountDeletionCancelledAt: string | null;
-                                accountDeletionFinalizedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["requestAccountDeletion"];
         /**
          * Cancel the scheduled deletion of the caller's account
          * @description The account stays; an email confirms it. 409: no deletion is scheduled, or it is already due.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "isSuccess": true,
-                         *       "statusCode": 200,
-                         *       "data": {
-                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *         "name": "Ayşe",
-                         *         "surname": "Yılmaz",
-                         *         "username": "ayse.yilmaz",
-                         *         "countryCode": "90",
-                         *         "phoneNumber": "5321234567",
-                         *         "signupSource": "ios",
-                         *         "signupCampaign": null,
-                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *         "availabilityStatus": "available",
-                         *         "birthDate": "1994-05-17T00:00:00.000Z",
-                         *         "gender": "female",
-                         *         "interests": [
-                         *           "photography",
-                         *           "hiking"
-                         *         ],
-                         *         "expertise": "Landscape photography",
-                         *         "email": "ayse@example.com",
-                         *         "bio": "Photographer in Istanbul.",
-                         *         "instagram": "ayse.shoots",
-                         *         "x": "ayseyilmaz",
-                         *         "tiktok": null,
-                         *         "snapchat": null,
-                         *         "facebook": null,
-                         *         "privacyPolicyAccepted": true,
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseAccepted": true,
-                         *         "termsOfUseVersion": "1.0.0",
-                         *         "consentFormAccepted": false,
-                         *         "consentFormVersion": null,
-                         *         "isRegistrationComplete": true,
-                         *         "roles": [
-                         *           "user"
-                         *         ],
-                         *         "followersCount": 0,
-                         *         "followingCount": 0,
-                         *         "minutePriceInLiveStream": 0,
-                         *         "creditBalance": 0,
-                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *         "timezone": "Europe/Istanbul",
-                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *         "accountDeletionStatus": "cancelled",
-                         *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                         *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                         *         "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
-                         *         "accountDeletionFinalizedAt": null,
-                         *         "createdAt": "2026-11-20T14:01:45.000Z",
-                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *       },
-                         *       "errors": [],
-                         *       "timestamp": "2026-11-23T10:00:00.000Z"
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: true;
-                            statusCode: number;
-                            /**
-                             * @example {
-                             *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                             *       "name": "Ayşe",
-                             *       "surname": "Yılmaz",
-                             *       "username": "ayse.yilmaz",
-                             *       "countryCode": "90",
-                             *       "phoneNumber": "5321234567",
-                             *       "signupSource": "ios",
-                             *       "signupCampaign": null,
-                             *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                             *       "availabilityStatus": "available",
-                             *       "birthDate": "1994-05-17T00:00:00.000Z",
-                             *       "gender": "female",
-                             *       "interests": [
-                             *         "photography",
-                             *         "hiking"
-                             *       ],
-                             *       "expertise": "Landscape photography",
-                             *       "email": "ayse@example.com",
-                             *       "bio": "Photographer in Istanbul.",
-                             *       "instagram": "ayse.shoots",
-                             *       "x": "ayseyilmaz",
-                             *       "tiktok": null,
-                             *       "snapchat": null,
-                             *       "facebook": null,
-                             *       "privacyPolicyAccepted": true,
-                             *       "privacyPolicyVersion": "1.0.0",
-                             *       "termsOfUseAccepted": true,
-                             *       "termsOfUseVersion": "1.0.0",
-                             *       "consentFormAccepted": false,
-                             *       "consentFormVersion": null,
-                             *       "isRegistrationComplete": true,
-                             *       "roles": [
-                             *         "user"
-                             *       ],
-                             *       "followersCount": 0,
-                             *       "followingCount": 0,
-                             *       "minutePriceInLiveStream": 0,
-                             *       "creditBalance": 0,
-                             *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                             *       "timezone": "Europe/Istanbul",
-                             *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                             *       "accountDeletionStatus": "cancelled",
-                             *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                             *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                             *       "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
-                             *       "accountDeletionFinalizedAt": null,
-                             *       "createdAt": "2026-11-20T14:01:45.000Z",
-                             *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                             *     }
-                             */
-                            data: {
-                                /** Format: uuid */
-                                _id: string;
-                                name: string | null;
-                                surname: string | null;
-                                username: string | null;
-                                countryCode: string | null;
-                                phoneNumber: string | null;
-                                signupSource: string | null;
-                                signupCampaign: string | null;
-                                profilePhoto: string | null;
-                                availabilityStatus: string | null;
-                                birthDate: string | null;
-                                gender: string | null;
-                                interests: string[];
-                                expertise: string | null;
-                                email: string;
-                                bio: string | null;
-                                instagram: string | null;
-                                x: string | null;
-                                tiktok: string | null;
-                                snapchat: string | null;
-                                facebook: string | null;
-                                privacyPolicyAccepted: boolean;
-                                privacyPolicyVersion: string | null;
-                                termsOfUseAccepted: boolean;
-                                termsOfUseVersion: string | null;
-                                consentFormAccepted: boolean;
-                                consentFormVersion: string | null;
-                                isRegistrationComplete: boolean;
-                                roles: string[];
-                                followersCount: number;
-                                followingCount: number;
-                                minutePriceInLiveStream: number;
-                                creditBalance: number;
-                                lastLogin: string | null;
-                                timezone: string | null;
-                                lastUsernameChangeDate: string | null;
-                                accountDeletionStatus: string | null;
-                                accountDeletionRequestedAt: string | null;
-                                accountDeletionScheduledFor: string | null;
-                                accountDeletionCancelledAt: string | null;
-                                accountDeletionFinalizedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            };
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Authentication required */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Resource already exists or cannot be changed in its current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Payload too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Unsupported media type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Too many requests */
-                429: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Internal server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-                /** @description Service unavailable */
-                503: {
-                    headers: {
-                        /** @description Seconds to wait before trying again */
-                        "Retry-After"?: number;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            isSuccess: false;
-                            statusCode: number;
-                            data: null;
-                            errors: string[];
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["cancelAccountDeletion"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4031,4 +270,3792 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is running */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "status": "ok"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "status": "ok"
+                         *     }
+                         */
+                        data: {
+                            /** @enum {string} */
+                            status: "ok";
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready: Postgres and Redis answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "postgres": "up",
+                     *         "redis": "up"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "postgres": "up",
+                         *       "redis": "up"
+                         *     }
+                         */
+                        data: {
+                            /** @enum {string} */
+                            postgres: "up";
+                            /** @enum {string} */
+                            redis: "up";
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: Postgres or Redis does not answer (the details say which, e.g. "redis is down"), or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JWK Set: every key whose access tokens may still be valid (cacheable for 5 minutes) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "m4L2o6cJ7sFfE0Qb2cQ9nX1uYtR3wVzK8pHdA5gLsIo",
+                     *           "kid": "6twS_bE",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            kty: string;
+                            crv: string;
+                            x: string;
+                            y?: string;
+                            kid: string;
+                            alg: string;
+                            use: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    sendOtpEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "alice@example.com"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+                     */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The code is on its way: its email is queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "email": "alice@example.com",
+                     *         "expiresIn": 300,
+                     *         "resendIn": 60
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "email": "alice@example.com",
+                         *       "expiresIn": 300,
+                         *       "resendIn": 60
+                         *     }
+                         */
+                        data: {
+                            /** @description The normalized address */
+                            email: string;
+                            /** @description Seconds until the code expires */
+                            expiresIn: number;
+                            /** @description Seconds until another code may be requested */
+                            resendIn: number;
+                            /** @description Development and test environments only */
+                            code?: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a code was sent to this email moments ago, or too many codes or wrong codes for the email or address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    verifyOtpEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "alice@example.com",
+                 *       "code": "0421"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: email
+                     * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+                     */
+                    email: string;
+                    /** @description 4 digits */
+                    code: string;
+                    /** @description Where a new account came from; stored only when this sign-in creates the user */
+                    signupSource?: string;
+                    /** @description The campaign that brought a new account; stored only when this sign-in creates it */
+                    signupCampaign?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in: the token pair, the user and whether registration is complete now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                     *         "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                     *         "expiresIn": 3600,
+                     *         "refreshExpiresIn": 2592000,
+                     *         "user": {
+                     *           "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                     *           "name": "Ayşe",
+                     *           "surname": "Yılmaz",
+                     *           "username": "ayse.yilmaz",
+                     *           "countryCode": "90",
+                     *           "phoneNumber": "5321234567",
+                     *           "signupSource": "ios",
+                     *           "signupCampaign": null,
+                     *           "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                     *           "availabilityStatus": "available",
+                     *           "birthDate": "1994-05-17T00:00:00.000Z",
+                     *           "gender": "female",
+                     *           "interests": [
+                     *             "photography",
+                     *             "hiking"
+                     *           ],
+                     *           "expertise": "Landscape photography",
+                     *           "email": "ayse@example.com",
+                     *           "bio": "Photographer in Istanbul.",
+                     *           "instagram": "ayse.shoots",
+                     *           "x": "ayseyilmaz",
+                     *           "tiktok": null,
+                     *           "snapchat": null,
+                     *           "facebook": null,
+                     *           "privacyPolicyAccepted": true,
+                     *           "privacyPolicyVersion": "1.0.0",
+                     *           "termsOfUseAccepted": true,
+                     *           "termsOfUseVersion": "1.0.0",
+                     *           "consentFormAccepted": false,
+                     *           "consentFormVersion": null,
+                     *           "isRegistrationComplete": true,
+                     *           "roles": [
+                     *             "user"
+                     *           ],
+                     *           "followersCount": 0,
+                     *           "followingCount": 0,
+                     *           "minutePriceInLiveStream": 0,
+                     *           "creditBalance": 0,
+                     *           "lastLogin": "2026-11-23T09:58:12.000Z",
+                     *           "timezone": "Europe/Istanbul",
+                     *           "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                     *           "accountDeletionStatus": null,
+                     *           "accountDeletionRequestedAt": null,
+                     *           "accountDeletionScheduledFor": null,
+                     *           "accountDeletionCancelledAt": null,
+                     *           "accountDeletionFinalizedAt": null,
+                     *           "createdAt": "2026-11-20T14:01:45.000Z",
+                     *           "updatedAt": "2026-11-23T09:58:12.000Z"
+                     *         },
+                     *         "isRegistrationComplete": true
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                         *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
+                         *       "expiresIn": 3600,
+                         *       "refreshExpiresIn": 2592000,
+                         *       "user": {
+                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *         "name": "Ayşe",
+                         *         "surname": "Yılmaz",
+                         *         "username": "ayse.yilmaz",
+                         *         "countryCode": "90",
+                         *         "phoneNumber": "5321234567",
+                         *         "signupSource": "ios",
+                         *         "signupCampaign": null,
+                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *         "availabilityStatus": "available",
+                         *         "birthDate": "1994-05-17T00:00:00.000Z",
+                         *         "gender": "female",
+                         *         "interests": [
+                         *           "photography",
+                         *           "hiking"
+                         *         ],
+                         *         "expertise": "Landscape photography",
+                         *         "email": "ayse@example.com",
+                         *         "bio": "Photographer in Istanbul.",
+                         *         "instagram": "ayse.shoots",
+                         *         "x": "ayseyilmaz",
+                         *         "tiktok": null,
+                         *         "snapchat": null,
+                         *         "facebook": null,
+                         *         "privacyPolicyAccepted": true,
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseAccepted": true,
+                         *         "termsOfUseVersion": "1.0.0",
+                         *         "consentFormAccepted": false,
+                         *         "consentFormVersion": null,
+                         *         "isRegistrationComplete": true,
+                         *         "roles": [
+                         *           "user"
+                         *         ],
+                         *         "followersCount": 0,
+                         *         "followingCount": 0,
+                         *         "minutePriceInLiveStream": 0,
+                         *         "creditBalance": 0,
+                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *         "timezone": "Europe/Istanbul",
+                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *         "accountDeletionStatus": null,
+                         *         "accountDeletionRequestedAt": null,
+                         *         "accountDeletionScheduledFor": null,
+                         *         "accountDeletionCancelledAt": null,
+                         *         "accountDeletionFinalizedAt": null,
+                         *         "createdAt": "2026-11-20T14:01:45.000Z",
+                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *       },
+                         *       "isRegistrationComplete": true
+                         *     }
+                         */
+                        data: {
+                            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
+                            accessToken: string;
+                            /** @description Opaque; exchanged for a new pair once, at the refresh route */
+                            refreshToken: string;
+                            /** @description Seconds until the access token expires */
+                            expiresIn: number;
+                            /** @description Seconds until the refresh token expires */
+                            refreshExpiresIn: number;
+                            user: {
+                                /** Format: uuid */
+                                _id: string;
+                                name: string | null;
+                                surname: string | null;
+                                username: string | null;
+                                countryCode: string | null;
+                                phoneNumber: string | null;
+                                signupSource: string | null;
+                                signupCampaign: string | null;
+                                profilePhoto: string | null;
+                                availabilityStatus: string | null;
+                                birthDate: string | null;
+                                gender: string | null;
+                                interests: string[];
+                                expertise: string | null;
+                                email: string;
+                                bio: string | null;
+                                instagram: string | null;
+                                x: string | null;
+                                tiktok: string | null;
+                                snapchat: string | null;
+                                facebook: string | null;
+                                privacyPolicyAccepted: boolean;
+                                privacyPolicyVersion: string | null;
+                                termsOfUseAccepted: boolean;
+                                termsOfUseVersion: string | null;
+                                consentFormAccepted: boolean;
+                                consentFormVersion: string | null;
+                                isRegistrationComplete: boolean;
+                                roles: string[];
+                                followersCount: number;
+                                followingCount: number;
+                                minutePriceInLiveStream: number;
+                                creditBalance: number;
+                                lastLogin: string | null;
+                                timezone: string | null;
+                                lastUsernameChangeDate: string | null;
+                                accountDeletionStatus: string | null;
+                                accountDeletionRequestedAt: string | null;
+                                accountDeletionScheduledFor: string | null;
+                                accountDeletionCancelledAt: string | null;
+                                accountDeletionFinalizedAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                            };
+                            /** @description Whether the client must show the registration/consent flow now */
+                            isRegistrationComplete: boolean;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: the body breaks a rule, or the code is wrong (detail "Invalid code") */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource not found: no active code for this email: never sent, expired or already used */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: the code is locked after too many wrong attempts; request a new one */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: too many wrong codes for this email or from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    refreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
+                 *     }
+                 */
+                "application/json": {
+                    refreshToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Refreshed: a new token pair for the same session */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                     *         "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
+                     *         "expiresIn": 3600,
+                     *         "refreshExpiresIn": 2592000
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
+                         *       "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
+                         *       "expiresIn": 3600,
+                         *       "refreshExpiresIn": 2592000
+                         *     }
+                         */
+                        data: {
+                            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
+                            accessToken: string;
+                            /** @description Opaque; exchanged for a new pair once, at the refresh route */
+                            refreshToken: string;
+                            /** @description Seconds until the access token expires */
+                            expiresIn: number;
+                            /** @description Seconds until the refresh token expires */
+                            refreshExpiresIn: number;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the refresh token is unknown, expired or revoked, or was already used */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
+                 *     }
+                 */
+                "application/json": {
+                    refreshToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session of that refresh token has ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                     *         "revokedAt": "2026-11-23T10:15:00.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *       "revokedAt": "2026-11-23T10:15:00.000Z"
+                         *     }
+                         */
+                        data: {
+                            _id: string;
+                            /** Format: date-time */
+                            revokedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Insufficient permissions: the refresh token belongs to another user */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource not found: unknown refresh token */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: the refresh token is already revoked, rotated away or expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out everywhere: every active session of the user has ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "revokedSessions": 3
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "revokedSessions": 3
+                         *     }
+                         */
+                        data: {
+                            /** @description How many active sessions were ended */
+                            revokedSessions: number;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the user's active sessions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "list": [
+                     *           {
+                     *             "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                     *             "createdAt": "2026-11-23T09:58:12.000Z",
+                     *             "lastUsedAt": "2026-11-23T10:13:40.000Z",
+                     *             "expiresAt": "2026-12-23T10:13:40.000Z",
+                     *             "ipAddress": "203.0.113.7",
+                     *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                     *             "current": true
+                     *           },
+                     *           {
+                     *             "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
+                     *             "createdAt": "2026-11-20T14:01:45.000Z",
+                     *             "lastUsedAt": "2026-11-22T19:30:02.000Z",
+                     *             "expiresAt": "2026-12-22T19:30:02.000Z",
+                     *             "ipAddress": "198.51.100.24",
+                     *             "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
+                     *             "current": false
+                     *           }
+                     *         ],
+                     *         "pagination": {
+                     *           "currentPage": 1,
+                     *           "totalPages": 1,
+                     *           "totalItems": 2,
+                     *           "itemsPerPage": 10,
+                     *           "hasNextPage": false,
+                     *           "hasPrevPage": false
+                     *         }
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "list": [
+                         *         {
+                         *           "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *           "createdAt": "2026-11-23T09:58:12.000Z",
+                         *           "lastUsedAt": "2026-11-23T10:13:40.000Z",
+                         *           "expiresAt": "2026-12-23T10:13:40.000Z",
+                         *           "ipAddress": "203.0.113.7",
+                         *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                         *           "current": true
+                         *         },
+                         *         {
+                         *           "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
+                         *           "createdAt": "2026-11-20T14:01:45.000Z",
+                         *           "lastUsedAt": "2026-11-22T19:30:02.000Z",
+                         *           "expiresAt": "2026-12-22T19:30:02.000Z",
+                         *           "ipAddress": "198.51.100.24",
+                         *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
+                         *           "current": false
+                         *         }
+                         *       ],
+                         *       "pagination": {
+                         *         "currentPage": 1,
+                         *         "totalPages": 1,
+                         *         "totalItems": 2,
+                         *         "itemsPerPage": 10,
+                         *         "hasNextPage": false,
+                         *         "hasPrevPage": false
+                         *       }
+                         *     }
+                         */
+                        data: {
+                            list: {
+                                _id: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Sign-in or last refresh
+                                 */
+                                lastUsedAt: string;
+                                /** Format: date-time */
+                                expiresAt: string;
+                                ipAddress: string | null;
+                                userAgent: string | null;
+                                /** @description The session of the calling access token */
+                                current: boolean;
+                            }[];
+                            pagination: {
+                                currentPage: number;
+                                totalPages: number;
+                                totalItems: number;
+                                itemsPerPage: number;
+                                hasNextPage: boolean;
+                                hasPrevPage: boolean;
+                            };
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's `_id` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session has ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                     *         "revokedAt": "2026-11-23T10:15:00.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
+                         *       "revokedAt": "2026-11-23T10:15:00.000Z"
+                         *     }
+                         */
+                        data: {
+                            _id: string;
+                            /** Format: date-time */
+                            revokedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource not found: unknown session, or another user's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: the session has already ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's User */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                     *         "name": "Ayşe",
+                     *         "surname": "Yılmaz",
+                     *         "username": "ayse.yilmaz",
+                     *         "countryCode": "90",
+                     *         "phoneNumber": "5321234567",
+                     *         "signupSource": "ios",
+                     *         "signupCampaign": null,
+                     *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                     *         "availabilityStatus": "available",
+                     *         "birthDate": "1994-05-17T00:00:00.000Z",
+                     *         "gender": "female",
+                     *         "interests": [
+                     *           "photography",
+                     *           "hiking"
+                     *         ],
+                     *         "expertise": "Landscape photography",
+                     *         "email": "ayse@example.com",
+                     *         "bio": "Photographer in Istanbul.",
+                     *         "instagram": "ayse.shoots",
+                     *         "x": "ayseyilmaz",
+                     *         "tiktok": null,
+                     *         "snapchat": null,
+                     *         "facebook": null,
+                     *         "privacyPolicyAccepted": true,
+                     *         "privacyPolicyVersion": "1.0.0",
+                     *         "termsOfUseAccepted": true,
+                     *         "termsOfUseVersion": "1.0.0",
+                     *         "consentFormAccepted": false,
+                     *         "consentFormVersion": null,
+                     *         "isRegistrationComplete": true,
+                     *         "roles": [
+                     *           "user"
+                     *         ],
+                     *         "followersCount": 0,
+                     *         "followingCount": 0,
+                     *         "minutePriceInLiveStream": 0,
+                     *         "creditBalance": 0,
+                     *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                     *         "timezone": "Europe/Istanbul",
+                     *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                     *         "accountDeletionStatus": null,
+                     *         "accountDeletionRequestedAt": null,
+                     *         "accountDeletionScheduledFor": null,
+                     *         "accountDeletionCancelledAt": null,
+                     *         "accountDeletionFinalizedAt": null,
+                     *         "createdAt": "2026-11-20T14:01:45.000Z",
+                     *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *       "name": "Ayşe",
+                         *       "surname": "Yılmaz",
+                         *       "username": "ayse.yilmaz",
+                         *       "countryCode": "90",
+                         *       "phoneNumber": "5321234567",
+                         *       "signupSource": "ios",
+                         *       "signupCampaign": null,
+                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *       "availabilityStatus": "available",
+                         *       "birthDate": "1994-05-17T00:00:00.000Z",
+                         *       "gender": "female",
+                         *       "interests": [
+                         *         "photography",
+                         *         "hiking"
+                         *       ],
+                         *       "expertise": "Landscape photography",
+                         *       "email": "ayse@example.com",
+                         *       "bio": "Photographer in Istanbul.",
+                         *       "instagram": "ayse.shoots",
+                         *       "x": "ayseyilmaz",
+                         *       "tiktok": null,
+                         *       "snapchat": null,
+                         *       "facebook": null,
+                         *       "privacyPolicyAccepted": true,
+                         *       "privacyPolicyVersion": "1.0.0",
+                         *       "termsOfUseAccepted": true,
+                         *       "termsOfUseVersion": "1.0.0",
+                         *       "consentFormAccepted": false,
+                         *       "consentFormVersion": null,
+                         *       "isRegistrationComplete": true,
+                         *       "roles": [
+                         *         "user"
+                         *       ],
+                         *       "followersCount": 0,
+                         *       "followingCount": 0,
+                         *       "minutePriceInLiveStream": 0,
+                         *       "creditBalance": 0,
+                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *       "timezone": "Europe/Istanbul",
+                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *       "accountDeletionStatus": null,
+                         *       "accountDeletionRequestedAt": null,
+                         *       "accountDeletionScheduledFor": null,
+                         *       "accountDeletionCancelledAt": null,
+                         *       "accountDeletionFinalizedAt": null,
+                         *       "createdAt": "2026-11-20T14:01:45.000Z",
+                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *     }
+                         */
+                        data: {
+                            /** Format: uuid */
+                            _id: string;
+                            name: string | null;
+                            surname: string | null;
+                            username: string | null;
+                            countryCode: string | null;
+                            phoneNumber: string | null;
+                            signupSource: string | null;
+                            signupCampaign: string | null;
+                            profilePhoto: string | null;
+                            availabilityStatus: string | null;
+                            birthDate: string | null;
+                            gender: string | null;
+                            interests: string[];
+                            expertise: string | null;
+                            email: string;
+                            bio: string | null;
+                            instagram: string | null;
+                            x: string | null;
+                            tiktok: string | null;
+                            snapchat: string | null;
+                            facebook: string | null;
+                            privacyPolicyAccepted: boolean;
+                            privacyPolicyVersion: string | null;
+                            termsOfUseAccepted: boolean;
+                            termsOfUseVersion: string | null;
+                            consentFormAccepted: boolean;
+                            consentFormVersion: string | null;
+                            isRegistrationComplete: boolean;
+                            roles: string[];
+                            followersCount: number;
+                            followingCount: number;
+                            minutePriceInLiveStream: number;
+                            creditBalance: number;
+                            lastLogin: string | null;
+                            timezone: string | null;
+                            lastUsernameChangeDate: string | null;
+                            accountDeletionStatus: string | null;
+                            accountDeletionRequestedAt: string | null;
+                            accountDeletionScheduledFor: string | null;
+                            accountDeletionCancelledAt: string | null;
+                            accountDeletionFinalizedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    updateMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. Read-only and unknown fields are a 400 naming the field. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ayşe",
+                 *       "surname": "Yılmaz",
+                 *       "username": "ayse.yilmaz",
+                 *       "countryCode": "90",
+                 *       "phoneNumber": "5321234567",
+                 *       "birthDate": "1994-05-17T00:00:00.000Z",
+                 *       "gender": "female",
+                 *       "availabilityStatus": "available",
+                 *       "interests": [
+                 *         "photography",
+                 *         "hiking"
+                 *       ],
+                 *       "expertise": "Landscape photography",
+                 *       "bio": "Photographer in Istanbul.",
+                 *       "instagram": "ayse.shoots",
+                 *       "x": "@ayseyilmaz",
+                 *       "tiktok": null,
+                 *       "snapchat": null,
+                 *       "facebook": null,
+                 *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                 *       "timezone": "Europe/Istanbul",
+                 *       "privacyPolicyAccepted": true,
+                 *       "privacyPolicyVersion": "1.0.0",
+                 *       "termsOfUseAccepted": true,
+                 *       "termsOfUseVersion": "1.0.0"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Given name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+                    name?: string | null;
+                    /** @description Family name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+                    surname?: string | null;
+                    /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+                    username?: string | null;
+                    /** @description Calling code, 1–3 digits without "+" (90). Sent together with phoneNumber; both null clears the phone number. Surrounding blanks are trimmed before it is checked. */
+                    countryCode?: string | null;
+                    /** @description National number, 4–14 digits; with countryCode at most 15 digits (E.164). Sent together with countryCode. Surrounding blanks are trimmed before it is checked. */
+                    phoneNumber?: string | null;
+                    /** @description ISO 8601 date-time in the past; the user is at least MIN_AGE (default 13) and at most 130 years old. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    birthDate?: string | null;
+                    /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
+                    gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
+                    /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
+                    availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
+                    /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. Each entry's surrounding blanks are trimmed before it is checked. */
+                    interests?: string[] | null;
+                    /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
+                    expertise?: string | null;
+                    /** @description At most 500 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
+                    bio?: string | null;
+                    /** @description Instagram handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    instagram?: string | null;
+                    /** @description X handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    x?: string | null;
+                    /** @description TikTok handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    tiktok?: string | null;
+                    /** @description Snapchat handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    snapchat?: string | null;
+                    /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    facebook?: string | null;
+                    /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. Surrounding blanks are trimmed before it is checked. */
+                    profilePhoto?: string | null;
+                    /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. Surrounding blanks are trimmed before it is checked. */
+                    timezone?: string | null;
+                    /**
+                     * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
+                     * @enum {boolean}
+                     */
+                    privacyPolicyAccepted?: true;
+                    /** @description The current PRIVACY_POLICY_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
+                    privacyPolicyVersion?: string;
+                    /**
+                     * @description Accepts the terms of use; only with termsOfUseVersion. Cannot be withdrawn here.
+                     * @enum {boolean}
+                     */
+                    termsOfUseAccepted?: true;
+                    /** @description The current TERMS_OF_USE_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
+                    termsOfUseVersion?: string;
+                    /** @description true accepts the consent form (with consentFormVersion; a 400 when no consent form is in use); false withdraws consent, keeping the stored version. */
+                    consentFormAccepted?: boolean;
+                    /** @description With consentFormAccepted true: the current CONSENT_FORM_VERSION. With false it may be omitted, or be the version being withdrawn. Surrounding blanks are trimmed before it is checked. */
+                    consentFormVersion?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Changed: the updated User */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                     *         "name": "Ayşe",
+                     *         "surname": "Yılmaz",
+                     *         "username": "ayse.yilmaz",
+                     *         "countryCode": "90",
+                     *         "phoneNumber": "5321234567",
+                     *         "signupSource": "ios",
+                     *         "signupCampaign": null,
+                     *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                     *         "availabilityStatus": "available",
+                     *         "birthDate": "1994-05-17T00:00:00.000Z",
+                     *         "gender": "female",
+                     *         "interests": [
+                     *           "photography",
+                     *           "hiking"
+                     *         ],
+                     *         "expertise": "Landscape photography",
+                     *         "email": "ayse@example.com",
+                     *         "bio": "Photographer in Istanbul.",
+                     *         "instagram": "ayse.shoots",
+                     *         "x": "ayseyilmaz",
+                     *         "tiktok": null,
+                     *         "snapchat": null,
+                     *         "facebook": null,
+                     *         "privacyPolicyAccepted": true,
+                     *         "privacyPolicyVersion": "1.0.0",
+                     *         "termsOfUseAccepted": true,
+                     *         "termsOfUseVersion": "1.0.0",
+                     *         "consentFormAccepted": false,
+                     *         "consentFormVersion": null,
+                     *         "isRegistrationComplete": true,
+                     *         "roles": [
+                     *           "user"
+                     *         ],
+                     *         "followersCount": 0,
+                     *         "followingCount": 0,
+                     *         "minutePriceInLiveStream": 0,
+                     *         "creditBalance": 0,
+                     *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                     *         "timezone": "Europe/Istanbul",
+                     *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                     *         "accountDeletionStatus": null,
+                     *         "accountDeletionRequestedAt": null,
+                     *         "accountDeletionScheduledFor": null,
+                     *         "accountDeletionCancelledAt": null,
+                     *         "accountDeletionFinalizedAt": null,
+                     *         "createdAt": "2026-11-20T14:01:45.000Z",
+                     *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *       "name": "Ayşe",
+                         *       "surname": "Yılmaz",
+                         *       "username": "ayse.yilmaz",
+                         *       "countryCode": "90",
+                         *       "phoneNumber": "5321234567",
+                         *       "signupSource": "ios",
+                         *       "signupCampaign": null,
+                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *       "availabilityStatus": "available",
+                         *       "birthDate": "1994-05-17T00:00:00.000Z",
+                         *       "gender": "female",
+                         *       "interests": [
+                         *         "photography",
+                         *         "hiking"
+                         *       ],
+                         *       "expertise": "Landscape photography",
+                         *       "email": "ayse@example.com",
+                         *       "bio": "Photographer in Istanbul.",
+                         *       "instagram": "ayse.shoots",
+                         *       "x": "ayseyilmaz",
+                         *       "tiktok": null,
+                         *       "snapchat": null,
+                         *       "facebook": null,
+                         *       "privacyPolicyAccepted": true,
+                         *       "privacyPolicyVersion": "1.0.0",
+                         *       "termsOfUseAccepted": true,
+                         *       "termsOfUseVersion": "1.0.0",
+                         *       "consentFormAccepted": false,
+                         *       "consentFormVersion": null,
+                         *       "isRegistrationComplete": true,
+                         *       "roles": [
+                         *         "user"
+                         *       ],
+                         *       "followersCount": 0,
+                         *       "followingCount": 0,
+                         *       "minutePriceInLiveStream": 0,
+                         *       "creditBalance": 0,
+                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *       "timezone": "Europe/Istanbul",
+                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *       "accountDeletionStatus": null,
+                         *       "accountDeletionRequestedAt": null,
+                         *       "accountDeletionScheduledFor": null,
+                         *       "accountDeletionCancelledAt": null,
+                         *       "accountDeletionFinalizedAt": null,
+                         *       "createdAt": "2026-11-20T14:01:45.000Z",
+                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *     }
+                         */
+                        data: {
+                            /** Format: uuid */
+                            _id: string;
+                            name: string | null;
+                            surname: string | null;
+                            username: string | null;
+                            countryCode: string | null;
+                            phoneNumber: string | null;
+                            signupSource: string | null;
+                            signupCampaign: string | null;
+                            profilePhoto: string | null;
+                            availabilityStatus: string | null;
+                            birthDate: string | null;
+                            gender: string | null;
+                            interests: string[];
+                            expertise: string | null;
+                            email: string;
+                            bio: string | null;
+                            instagram: string | null;
+                            x: string | null;
+                            tiktok: string | null;
+                            snapchat: string | null;
+                            facebook: string | null;
+                            privacyPolicyAccepted: boolean;
+                            privacyPolicyVersion: string | null;
+                            termsOfUseAccepted: boolean;
+                            termsOfUseVersion: string | null;
+                            consentFormAccepted: boolean;
+                            consentFormVersion: string | null;
+                            isRegistrationComplete: boolean;
+                            roles: string[];
+                            followersCount: number;
+                            followingCount: number;
+                            minutePriceInLiveStream: number;
+                            creditBalance: number;
+                            lastLogin: string | null;
+                            timezone: string | null;
+                            lastUsernameChangeDate: string | null;
+                            accountDeletionStatus: string | null;
+                            accountDeletionRequestedAt: string | null;
+                            accountDeletionScheduledFor: string | null;
+                            accountDeletionCancelledAt: string | null;
+                            accountDeletionFinalizedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: every failing field is one detail naming it (read-only and unknown fields too) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: the username is taken, or was changed too recently (the detail says when it is possible) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    getRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What registration still needs, and the policy versions in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "isRegistrationComplete": false,
+                     *         "missing": [
+                     *           "username",
+                     *           "termsOfUse"
+                     *         ],
+                     *         "policies": {
+                     *           "privacyPolicyVersion": "1.0.0",
+                     *           "termsOfUseVersion": "1.1.0",
+                     *           "consentFormVersion": "1.0.0"
+                     *         }
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "isRegistrationComplete": false,
+                         *       "missing": [
+                         *         "username",
+                         *         "termsOfUse"
+                         *       ],
+                         *       "policies": {
+                         *         "privacyPolicyVersion": "1.0.0",
+                         *         "termsOfUseVersion": "1.1.0",
+                         *         "consentFormVersion": "1.0.0"
+                         *       }
+                         *     }
+                         */
+                        data: {
+                            /** @description Every requirement met against the current versions */
+                            isRegistrationComplete: boolean;
+                            /** @description In this order: name, surname, username, privacyPolicy, termsOfUse */
+                            missing: ("name" | "surname" | "username" | "privacyPolicy" | "termsOfUse")[];
+                            policies: {
+                                privacyPolicyVersion: string;
+                                termsOfUseVersion: string;
+                                /** @description null: no consent form is in use */
+                                consentFormVersion: string | null;
+                            };
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    listSecurityEvents: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's security events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "list": [
+                     *           {
+                     *             "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
+                     *             "type": "sign_in",
+                     *             "createdAt": "2026-11-23T09:58:12.000Z",
+                     *             "ipAddress": "203.0.113.7",
+                     *             "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                     *             "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
+                     *           }
+                     *         ],
+                     *         "pagination": {
+                     *           "currentPage": 1,
+                     *           "totalPages": 4,
+                     *           "totalItems": 31,
+                     *           "itemsPerPage": 10,
+                     *           "hasNextPage": true,
+                     *           "hasPrevPage": false
+                     *         }
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "list": [
+                         *         {
+                         *           "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
+                         *           "type": "sign_in",
+                         *           "createdAt": "2026-11-23T09:58:12.000Z",
+                         *           "ipAddress": "203.0.113.7",
+                         *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
+                         *           "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
+                         *         }
+                         *       ],
+                         *       "pagination": {
+                         *         "currentPage": 1,
+                         *         "totalPages": 4,
+                         *         "totalItems": 31,
+                         *         "itemsPerPage": 10,
+                         *         "hasNextPage": true,
+                         *         "hasPrevPage": false
+                         *       }
+                         *     }
+                         */
+                        data: {
+                            list: {
+                                _id: string;
+                                /**
+                                 * @description sign_in: a code was accepted and a session started; sign_in_failed: a wrong code was entered for this account; code_locked: sign-in was locked after too many wrong codes (of one code, the email or the client IP); rate_limited: requests for this account were refused by a limit; refresh_reuse: a refresh token was used twice; its session was ended; session_revoked: a session was ended by revoke-token or "sign out that device"; logout: every session was ended; username_changed, profile_updated: the username or other fields of the profile changed; policy_accepted, consent_withdrawn: a policy (privacy policy, terms of use, consent form) was accepted, or consent withdrawn; deletion_requested, deletion_cancelled, deletion_finalized: the account deletion lifecycle
+                                 * @enum {unknown}
+                                 */
+                                type: "sign_in" | "sign_in_failed" | "code_locked" | "rate_limited" | "refresh_reuse" | "session_revoked" | "logout" | "username_changed" | "profile_updated" | "policy_accepted" | "consent_withdrawn" | "deletion_requested" | "deletion_cancelled" | "deletion_finalized";
+                                /** Format: date-time */
+                                createdAt: string;
+                                ipAddress: string | null;
+                                userAgent: string | null;
+                                /** @description null when not tied to a session */
+                                sessionId: string | null;
+                            }[];
+                            pagination: {
+                                currentPage: number;
+                                totalPages: number;
+                                totalItems: number;
+                                itemsPerPage: number;
+                                hasNextPage: boolean;
+                                hasPrevPage: boolean;
+                            };
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    requestAccountDeletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Scheduled: the User, with the date of the deletion */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                     *         "name": "Ayşe",
+                     *         "surname": "Yılmaz",
+                     *         "username": "ayse.yilmaz",
+                     *         "countryCode": "90",
+                     *         "phoneNumber": "5321234567",
+                     *         "signupSource": "ios",
+                     *         "signupCampaign": null,
+                     *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                     *         "availabilityStatus": "available",
+                     *         "birthDate": "1994-05-17T00:00:00.000Z",
+                     *         "gender": "female",
+                     *         "interests": [
+                     *           "photography",
+                     *           "hiking"
+                     *         ],
+                     *         "expertise": "Landscape photography",
+                     *         "email": "ayse@example.com",
+                     *         "bio": "Photographer in Istanbul.",
+                     *         "instagram": "ayse.shoots",
+                     *         "x": "ayseyilmaz",
+                     *         "tiktok": null,
+                     *         "snapchat": null,
+                     *         "facebook": null,
+                     *         "privacyPolicyAccepted": true,
+                     *         "privacyPolicyVersion": "1.0.0",
+                     *         "termsOfUseAccepted": true,
+                     *         "termsOfUseVersion": "1.0.0",
+                     *         "consentFormAccepted": false,
+                     *         "consentFormVersion": null,
+                     *         "isRegistrationComplete": true,
+                     *         "roles": [
+                     *           "user"
+                     *         ],
+                     *         "followersCount": 0,
+                     *         "followingCount": 0,
+                     *         "minutePriceInLiveStream": 0,
+                     *         "creditBalance": 0,
+                     *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                     *         "timezone": "Europe/Istanbul",
+                     *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                     *         "accountDeletionStatus": "scheduled",
+                     *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                     *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                     *         "accountDeletionCancelledAt": null,
+                     *         "accountDeletionFinalizedAt": null,
+                     *         "createdAt": "2026-11-20T14:01:45.000Z",
+                     *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *       "name": "Ayşe",
+                         *       "surname": "Yılmaz",
+                         *       "username": "ayse.yilmaz",
+                         *       "countryCode": "90",
+                         *       "phoneNumber": "5321234567",
+                         *       "signupSource": "ios",
+                         *       "signupCampaign": null,
+                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *       "availabilityStatus": "available",
+                         *       "birthDate": "1994-05-17T00:00:00.000Z",
+                         *       "gender": "female",
+                         *       "interests": [
+                         *         "photography",
+                         *         "hiking"
+                         *       ],
+                         *       "expertise": "Landscape photography",
+                         *       "email": "ayse@example.com",
+                         *       "bio": "Photographer in Istanbul.",
+                         *       "instagram": "ayse.shoots",
+                         *       "x": "ayseyilmaz",
+                         *       "tiktok": null,
+                         *       "snapchat": null,
+                         *       "facebook": null,
+                         *       "privacyPolicyAccepted": true,
+                         *       "privacyPolicyVersion": "1.0.0",
+                         *       "termsOfUseAccepted": true,
+                         *       "termsOfUseVersion": "1.0.0",
+                         *       "consentFormAccepted": false,
+                         *       "consentFormVersion": null,
+                         *       "isRegistrationComplete": true,
+                         *       "roles": [
+                         *         "user"
+                         *       ],
+                         *       "followersCount": 0,
+                         *       "followingCount": 0,
+                         *       "minutePriceInLiveStream": 0,
+                         *       "creditBalance": 0,
+                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *       "timezone": "Europe/Istanbul",
+                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *       "accountDeletionStatus": "scheduled",
+                         *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                         *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                         *       "accountDeletionCancelledAt": null,
+                         *       "accountDeletionFinalizedAt": null,
+                         *       "createdAt": "2026-11-20T14:01:45.000Z",
+                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *     }
+                         */
+                        data: {
+                            /** Format: uuid */
+                            _id: string;
+                            name: string | null;
+                            surname: string | null;
+                            username: string | null;
+                            countryCode: string | null;
+                            phoneNumber: string | null;
+                            signupSource: string | null;
+                            signupCampaign: string | null;
+                            profilePhoto: string | null;
+                            availabilityStatus: string | null;
+                            birthDate: string | null;
+                            gender: string | null;
+                            interests: string[];
+                            expertise: string | null;
+                            email: string;
+                            bio: string | null;
+                            instagram: string | null;
+                            x: string | null;
+                            tiktok: string | null;
+                            snapchat: string | null;
+                            facebook: string | null;
+                            privacyPolicyAccepted: boolean;
+                            privacyPolicyVersion: string | null;
+                            termsOfUseAccepted: boolean;
+                            termsOfUseVersion: string | null;
+                            consentFormAccepted: boolean;
+                            consentFormVersion: string | null;
+                            isRegistrationComplete: boolean;
+                            roles: string[];
+                            followersCount: number;
+                            followingCount: number;
+                            minutePriceInLiveStream: number;
+                            creditBalance: number;
+                            lastLogin: string | null;
+                            timezone: string | null;
+                            lastUsernameChangeDate: string | null;
+                            accountDeletionStatus: string | null;
+                            accountDeletionRequestedAt: string | null;
+                            accountDeletionScheduledFor: string | null;
+                            accountDeletionCancelledAt: string | null;
+                            accountDeletionFinalizedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: a deletion is already scheduled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+    cancelAccountDeletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled: the User, whose account stays */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "isSuccess": true,
+                     *       "statusCode": 200,
+                     *       "data": {
+                     *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                     *         "name": "Ayşe",
+                     *         "surname": "Yılmaz",
+                     *         "username": "ayse.yilmaz",
+                     *         "countryCode": "90",
+                     *         "phoneNumber": "5321234567",
+                     *         "signupSource": "ios",
+                     *         "signupCampaign": null,
+                     *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                     *         "availabilityStatus": "available",
+                     *         "birthDate": "1994-05-17T00:00:00.000Z",
+                     *         "gender": "female",
+                     *         "interests": [
+                     *           "photography",
+                     *           "hiking"
+                     *         ],
+                     *         "expertise": "Landscape photography",
+                     *         "email": "ayse@example.com",
+                     *         "bio": "Photographer in Istanbul.",
+                     *         "instagram": "ayse.shoots",
+                     *         "x": "ayseyilmaz",
+                     *         "tiktok": null,
+                     *         "snapchat": null,
+                     *         "facebook": null,
+                     *         "privacyPolicyAccepted": true,
+                     *         "privacyPolicyVersion": "1.0.0",
+                     *         "termsOfUseAccepted": true,
+                     *         "termsOfUseVersion": "1.0.0",
+                     *         "consentFormAccepted": false,
+                     *         "consentFormVersion": null,
+                     *         "isRegistrationComplete": true,
+                     *         "roles": [
+                     *           "user"
+                     *         ],
+                     *         "followersCount": 0,
+                     *         "followingCount": 0,
+                     *         "minutePriceInLiveStream": 0,
+                     *         "creditBalance": 0,
+                     *         "lastLogin": "2026-11-23T09:58:12.000Z",
+                     *         "timezone": "Europe/Istanbul",
+                     *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                     *         "accountDeletionStatus": "cancelled",
+                     *         "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                     *         "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                     *         "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
+                     *         "accountDeletionFinalizedAt": null,
+                     *         "createdAt": "2026-11-20T14:01:45.000Z",
+                     *         "updatedAt": "2026-11-23T09:58:12.000Z"
+                     *       },
+                     *       "errors": [],
+                     *       "timestamp": "2026-11-23T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: true;
+                        statusCode: number;
+                        /**
+                         * @example {
+                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
+                         *       "name": "Ayşe",
+                         *       "surname": "Yılmaz",
+                         *       "username": "ayse.yilmaz",
+                         *       "countryCode": "90",
+                         *       "phoneNumber": "5321234567",
+                         *       "signupSource": "ios",
+                         *       "signupCampaign": null,
+                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
+                         *       "availabilityStatus": "available",
+                         *       "birthDate": "1994-05-17T00:00:00.000Z",
+                         *       "gender": "female",
+                         *       "interests": [
+                         *         "photography",
+                         *         "hiking"
+                         *       ],
+                         *       "expertise": "Landscape photography",
+                         *       "email": "ayse@example.com",
+                         *       "bio": "Photographer in Istanbul.",
+                         *       "instagram": "ayse.shoots",
+                         *       "x": "ayseyilmaz",
+                         *       "tiktok": null,
+                         *       "snapchat": null,
+                         *       "facebook": null,
+                         *       "privacyPolicyAccepted": true,
+                         *       "privacyPolicyVersion": "1.0.0",
+                         *       "termsOfUseAccepted": true,
+                         *       "termsOfUseVersion": "1.0.0",
+                         *       "consentFormAccepted": false,
+                         *       "consentFormVersion": null,
+                         *       "isRegistrationComplete": true,
+                         *       "roles": [
+                         *         "user"
+                         *       ],
+                         *       "followersCount": 0,
+                         *       "followingCount": 0,
+                         *       "minutePriceInLiveStream": 0,
+                         *       "creditBalance": 0,
+                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
+                         *       "timezone": "Europe/Istanbul",
+                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
+                         *       "accountDeletionStatus": "cancelled",
+                         *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
+                         *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
+                         *       "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
+                         *       "accountDeletionFinalizedAt": null,
+                         *       "createdAt": "2026-11-20T14:01:45.000Z",
+                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
+                         *     }
+                         */
+                        data: {
+                            /** Format: uuid */
+                            _id: string;
+                            name: string | null;
+                            surname: string | null;
+                            username: string | null;
+                            countryCode: string | null;
+                            phoneNumber: string | null;
+                            signupSource: string | null;
+                            signupCampaign: string | null;
+                            profilePhoto: string | null;
+                            availabilityStatus: string | null;
+                            birthDate: string | null;
+                            gender: string | null;
+                            interests: string[];
+                            expertise: string | null;
+                            email: string;
+                            bio: string | null;
+                            instagram: string | null;
+                            x: string | null;
+                            tiktok: string | null;
+                            snapchat: string | null;
+                            facebook: string | null;
+                            privacyPolicyAccepted: boolean;
+                            privacyPolicyVersion: string | null;
+                            termsOfUseAccepted: boolean;
+                            termsOfUseVersion: string | null;
+                            consentFormAccepted: boolean;
+                            consentFormVersion: string | null;
+                            isRegistrationComplete: boolean;
+                            roles: string[];
+                            followersCount: number;
+                            followingCount: number;
+                            minutePriceInLiveStream: number;
+                            creditBalance: number;
+                            lastLogin: string | null;
+                            timezone: string | null;
+                            lastUsernameChangeDate: string | null;
+                            accountDeletionStatus: string | null;
+                            accountDeletionRequestedAt: string | null;
+                            accountDeletionScheduledFor: string | null;
+                            accountDeletionCancelledAt: string | null;
+                            accountDeletionFinalizedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Resource already exists or cannot be changed in its current state: no deletion is scheduled, or it is already due */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Payload too large: the body is larger than the gateway accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type: a body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Internal server error: an unexpected failure of the gateway */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        isSuccess: false;
+                        statusCode: number;
+                        data: null;
+                        errors: string[];
+                        /** Format: date-time */
+                        timestamp: string;
+                    };
+                };
+            };
+        };
+    };
+}

@@ -43,17 +43,47 @@ const RETRY_AFTER = {
   },
 };
 
-/** Route response schemas for the error statuses a route can answer, each described by its canonical message. */
-export const errorResponses = (...statuses: ErrorStatus[]): Record<number, typeof ErrorEnvelope> =>
+/**
+ * What each error status means wherever it is answered, for the document's response descriptions: the
+ * canonical message (`errors[0]`), then when it happens. A route says more with `[status, description]`.
+ */
+export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
+  400: `${STATUS_MESSAGES[400]}: a parameter or the body breaks a rule; the details after errors[0] name each one`,
+  401: `${STATUS_MESSAGES[401]}: the access token is missing, malformed or expired, or its session has ended`,
+  403: `${STATUS_MESSAGES[403]}`,
+  404: `${STATUS_MESSAGES[404]}`,
+  405: `${STATUS_MESSAGES[405]}: the Allow header names the methods this path answers`,
+  408: `${STATUS_MESSAGES[408]}: the request took too long to arrive`,
+  409: `${STATUS_MESSAGES[409]}`,
+  413: `${STATUS_MESSAGES[413]}: the body is larger than the gateway accepts`,
+  414: `${STATUS_MESSAGES[414]}`,
+  415: `${STATUS_MESSAGES[415]}: a body must be application/json`,
+  429: `${STATUS_MESSAGES[429]}: a rate limit is reached; try again after Retry-After seconds`,
+  431: `${STATUS_MESSAGES[431]}`,
+  500: `${STATUS_MESSAGES[500]}: an unexpected failure of the gateway`,
+  503: `${STATUS_MESSAGES[503]}: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds`,
+};
+
+/** An error status a route answers, alone or with what it means on that route. */
+export type ErrorResponse = ErrorStatus | readonly [status: ErrorStatus, description: string];
+
+/**
+ * Route response schemas for the error statuses a route can answer, each described by its canonical
+ * message and, given `[status, description]`, what it means on that route.
+ */
+export const errorResponses = (...statuses: ErrorResponse[]): Record<number, typeof ErrorEnvelope> =>
   Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      {
-        ...ErrorEnvelope,
-        description: STATUS_MESSAGES[status],
-        ...((status === 429 || status === 503) && RETRY_AFTER),
-      },
-    ]),
+    statuses.map((entry) => {
+      const [status, meaning] = typeof entry === 'number' ? [entry] : entry;
+      return [
+        status,
+        {
+          ...ErrorEnvelope,
+          description: meaning ? `${STATUS_MESSAGES[status]}: ${meaning}` : ERROR_DESCRIPTIONS[status],
+          ...((status === 429 || status === 503) && RETRY_AFTER),
+        },
+      ];
+    }),
   );
 
 export function success<T>(data: T, now: Date, statusCode = 200) {

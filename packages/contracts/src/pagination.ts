@@ -25,7 +25,10 @@ export const PaginationMeta = Type.Object(
 export type PaginationMeta = Static<typeof PaginationMeta>;
 
 /** Schema of PaginatedResponseDto<T>: `{ list, pagination }`; `options` adds e.g. `examples`. */
-export const Paginated = <T extends TSchema>(item: T, options: { examples?: unknown[] } = {}) =>
+export const Paginated = <T extends TSchema>(
+  item: T,
+  options: { description?: string; examples?: unknown[] } = {},
+) =>
   Type.Object(
     { list: Type.Array(item), pagination: PaginationMeta },
     { additionalProperties: false, ...options },

@@ -82,8 +82,10 @@ describe('GET /docs/json', () => {
         operations as Record<string, { security?: unknown }>,
       )) {
         const route = `${method.toUpperCase()} ${path}`;
-        expect(operation.security, route).toEqual(PROTECTED.test(route) ? [{ bearerAuth: [] }] : undefined);
+        // No global requirement: each operation says its own, `[]` for "no token" (not left unsaid).
+        expect(operation.security, route).toEqual(PROTECTED.test(route) ? [{ bearerAuth: [] }] : []);
       }
+    expect(document.security).toBeUndefined();
   });
 
   it('documents the pagination parameters, request examples and the closed list of event types', () => {
@@ -112,6 +114,66 @@ describe('what a client or its generator reads', () => {
         operation,
       })),
     );
+
+  it('names every operation with a unique camelCase operationId, and sums each up', () => {
+    const ids = operations().map(({ route, operation }) => {
+      expect(operation.operationId, route).toMatch(/^[a-z][A-Za-z0-9]*$/);
+      expect(operation.summary, route).toEqual(expect.stringMatching(/\S/));
+      return operation.operationId;
+    });
+    expect(ids).toHaveLength(16);
+    expect(new Set(ids).size).toBe(ids.length);
+    // The names of API.md §8, which generated clients expose as method names: changing one breaks them.
+    const byRoute = Object.fromEntries(
+      operations().map(({ route, operation }) => [route, operation.operationId]),
+    );
+    expect(byRoute).toMatchObject({
+      'POST /api/v1/auth/send-otp-email': 'sendOtpEmail',
+      'POST /api/v1/auth/verify-otp-email': 'verifyOtpEmail',
+      'POST /api/v1/auth/refresh-token': 'refreshToken',
+      'POST /api/v1/auth/revoke-token': 'revokeToken',
+      'POST /api/v1/auth/logout': 'logout',
+      'GET /api/v1/auth/sessions': 'listSessions',
+      'DELETE /api/v1/auth/sessions/{id}': 'endSession',
+      'GET /api/v1/users/me': 'getMe',
+      'PATCH /api/v1/users/me': 'updateMe',
+    });
+  });
+
+  it('describes every response by what it means, not "Default Response"', () => {
+    for (const { route, operation } of operations())
+      for (const [status, response] of Object.entries<Json>(operation.responses)) {
+        expect(response.description, `${route} ${status}`).toEqual(expect.stringMatching(/\S/));
+        expect(response.description, `${route} ${status}`).not.toBe('Default Response');
+      }
+    const verify = document.paths['/api/v1/auth/verify-otp-email'].post.responses;
+    expect(verify['200'].description).toMatch(/^Signed in/);
+    // An error's description starts with its canonical message (errors[0]), then what it means here.
+    expect(verify['409'].description).toMatch(/^Resource already exists .*: the code is locked/);
+    // The success's description is the response's, not repeated on its `data`.
+    expect(verify['200'].content['application/json'].schema.properties.data.description).toBeUndefined();
+  });
+
+  it('declares the server relative to the document, so it holds behind any host', () => {
+    expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+  });
+
+  it('says that strings are trimmed before their patterns and lengths apply', () => {
+    const patch =
+      document.paths['/api/v1/users/me'].patch.requestBody.content['application/json'].schema.properties;
+    for (const [field, schema] of Object.entries<Json>(patch)) {
+      const takesText = schema.type !== 'boolean';
+      expect(schema.description ?? '', field).toMatch(
+        takesText ? /trimmed before it is checked/ : /^(?!.*trimmed)/,
+      );
+    }
+    // The reviewer's case: the handle pattern is that of the trimmed value.
+    expect(patch.instagram.anyOf[0].pattern).toBe('^@?[A-Za-z0-9._]{1,30}$');
+    const email =
+      document.paths['/api/v1/auth/send-otp-email'].post.requestBody.content['application/json'].schema
+        .properties.email;
+    expect(email.description).toMatch(/trimmed and the address is lower-cased before it is checked/);
+  });
 
   it('groups every operation under a tag the document describes', () => {
     const described = (document.tags as { name: string }[]).map((tag) => tag.name);

@@ -25,18 +25,39 @@ export interface DocsOptions {
   version: string;
 }
 
+type Schema = { description?: string; properties?: Record<string, Schema>; required?: string[] };
+
 /**
  * A query parameter with a default may be left out (`page`, `limit`): the document says it is not
  * required, while the route's schema keeps it required so that handlers get the default filled in.
  */
-function optionalDefaults({ schema, url }: { schema: FastifySchema; url: string }) {
-  const query = schema?.querystring as
-    | { required?: string[]; properties?: Record<string, object> }
-    | undefined;
-  if (!query?.required || !query.properties) return { schema, url };
+function optionalDefaults(schema: FastifySchema): FastifySchema {
+  const query = schema.querystring as Schema | undefined;
+  if (!query?.required || !query.properties) return schema;
   const properties = query.properties;
   const required = query.required.filter((name) => !(properties[name] && 'default' in properties[name]));
-  return { schema: { ...schema, querystring: { ...query, required } }, url };
+  return { ...schema, querystring: { ...query, required } };
+}
+
+/**
+ * A route describes each success where it declares it, on the `data` it answers; the envelope plugin
+ * wraps that `data`, so here its description becomes the response's (which @fastify/swagger reads
+ * from the response schema), instead of "Default Response".
+ */
+function successDescriptions(schema: FastifySchema): FastifySchema {
+  const responses = schema.response as Record<string, Schema> | undefined;
+  if (!responses) return schema;
+  const described = Object.entries(responses).map(([status, response]) => {
+    const data = response.properties?.data;
+    if (!status.startsWith('2') || response.description || !data?.description) return [status, response];
+    const { description, ...rest } = data;
+    return [status, { ...response, description, properties: { ...response.properties, data: rest } }];
+  });
+  return { ...schema, response: Object.fromEntries(described) };
+}
+
+function transform({ schema, url }: { schema: FastifySchema; url: string }) {
+  return { schema: schema && successDescriptions(optionalDefaults(schema)), url };
 }
 
 /**
@@ -46,7 +67,7 @@ function optionalDefaults({ schema, url }: { schema: FastifySchema; url: string 
 export default fp<DocsOptions>(
   async function docs(app, { serve, version }) {
     await app.register(swagger, {
-      transform: optionalDefaults,
+      transform,
       openapi: {
         openapi: '3.1.0',
         info: {
@@ -57,6 +78,9 @@ export default fp<DocsOptions>(
             'token, sessions, the profile and the account. Every response is the envelope ' +
             '`{ isSuccess, statusCode, data, errors, timestamp }`; every list is `{ list, pagination }`.',
         },
+        // Relative: the origin that serves this document (the default when `servers` is absent, said
+        // outright for linters and generators), so it holds for every deployment; paths are absolute.
+        servers: [{ url: '/', description: 'The gateway that serves this document' }],
         tags: [
           { name: 'auth', description: 'Sign-in by emailed code, tokens, sessions and sign-out' },
           {

@@ -16,8 +16,16 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
     {
       config,
       schema: {
+        operationId: 'getLiveness',
+        summary: 'Liveness probe: the process is running',
         tags,
-        response: { 200: Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] }) },
+        security: [],
+        response: {
+          200: Type.Object(
+            { status: Type.Literal('ok') },
+            { description: 'The process is running', examples: [{ status: 'ok' }] },
+          ),
+        },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -28,13 +36,20 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
     {
       config,
       schema: {
+        operationId: 'getReadiness',
+        summary: 'Readiness probe: Postgres and Redis answer',
         tags,
+        security: [],
         response: {
           200: Type.Object(
             { postgres: Type.Literal('up'), redis: Type.Literal('up') },
-            { examples: [{ postgres: 'up', redis: 'up' }] },
+            { description: 'Ready: Postgres and Redis answer', examples: [{ postgres: 'up', redis: 'up' }] },
           ),
-          ...errorResponses(503),
+          ...errorResponses([
+            503,
+            'Postgres or Redis does not answer (the details say which, e.g. "redis is down"), or this ' +
+              'instance is shutting down; try again after Retry-After seconds',
+          ]),
         },
       },
     },

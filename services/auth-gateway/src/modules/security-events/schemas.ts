@@ -15,12 +15,14 @@ const SecurityEvent = Type.Object({
 });
 
 export const listSecurityEventsSchema = {
+  operationId: 'listSecurityEvents',
   summary: "The caller's own security events, newest first",
   tags: ['users'],
   security: [{ bearerAuth: [] }],
   querystring: PaginationQuery,
   response: {
     200: Paginated(SecurityEvent, {
+      description: "A page of the caller's security events",
       examples: [
         {
           list: [

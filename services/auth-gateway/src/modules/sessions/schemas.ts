@@ -28,37 +28,63 @@ const Session = Type.Object({
 });
 
 export const refreshTokenSchema = {
+  operationId: 'refreshToken',
   tags,
   summary: 'Exchange a refresh token for a new token pair (the presented one stops working)',
+  description: 'No access token: the refresh token is the credential.',
+  security: [],
   body: RefreshTokenBody,
-  response: { 200: RotatedTokenPair, ...Errors(400, 401, 503) },
+  response: {
+    200: { ...RotatedTokenPair, description: 'Refreshed: a new token pair for the same session' },
+    ...Errors(400, [401, 'the refresh token is unknown, expired or revoked, or was already used'], 503),
+  },
 };
 
 export const revokeTokenSchema = {
+  operationId: 'revokeToken',
   tags,
   summary: 'End the session a refresh token belongs to',
   security: bearer,
   body: RefreshTokenBody,
-  response: { 200: Revoked, ...Errors(400, 401, 403, 404, 409, 503) },
+  response: {
+    200: { ...Revoked, description: 'The session of that refresh token has ended' },
+    ...Errors(
+      400,
+      401,
+      [403, 'the refresh token belongs to another user'],
+      [404, 'unknown refresh token'],
+      [409, 'the refresh token is already revoked, rotated away or expired'],
+      503,
+    ),
+  },
 };
 
 export const logoutSchema = {
+  operationId: 'logout',
   tags,
   summary: 'End every session of the user',
   security: bearer,
   response: {
-    200: Type.Object({ revokedSessions: Type.Integer() }, { examples: [{ revokedSessions: 3 }] }),
+    200: Type.Object(
+      { revokedSessions: Type.Integer({ description: 'How many active sessions were ended' }) },
+      {
+        description: 'Signed out everywhere: every active session of the user has ended',
+        examples: [{ revokedSessions: 3 }],
+      },
+    ),
     ...Errors(401, 503),
   },
 };
 
 export const listSessionsSchema = {
+  operationId: 'listSessions',
   tags,
   summary: "The user's active sessions, newest first",
   security: bearer,
   querystring: PaginationQuery,
   response: {
     200: Paginated(Session, {
+      description: "A page of the user's active sessions",
       examples: [
         {
           list: [
@@ -97,11 +123,15 @@ export const listSessionsSchema = {
 };
 
 export const endSessionSchema = {
+  operationId: 'endSession',
   tags,
   summary: 'End one of the user\'s sessions ("sign out that device")',
   security: bearer,
-  params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-  response: { 200: Revoked, ...Errors(401, 404, 409, 503) },
+  params: Type.Object({ id: Type.String({ maxLength: 64, description: "The session's `_id`" }) }),
+  response: {
+    200: { ...Revoked, description: 'The session has ended' },
+    ...Errors(401, [404, "unknown session, or another user's"], [409, 'the session has already ended'], 503),
+  },
 };
 
 export function toRevoked({ sessionId, revokedAt }: EndedSession): Static<typeof Revoked> {

@@ -4,14 +4,23 @@ import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
 import { USER_EXAMPLE, User } from '../users/user.ts';
 
 // Checked after trimming and lower-casing (see the route's preValidation hook).
-const Email = Type.String({ format: 'email', maxLength: 254, description: 'Trimmed and lower-cased' });
+const Email = Type.String({
+  format: 'email',
+  maxLength: 254,
+  description:
+    'Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: ' +
+    '" Alice@Example.com " is alice@example.com.',
+});
 const SignupTag = (description: string) =>
   Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$', description }));
 const tags = ['auth'];
 
 export const sendOtpEmailSchema = {
+  operationId: 'sendOtpEmail',
   summary: 'Send a 4-digit sign-in code by email',
+  description: 'Answers once the email is queued, not once it is delivered. No access token.',
   tags,
+  security: [],
   body: Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
   response: {
     200: Type.Object(
@@ -21,16 +30,30 @@ export const sendOtpEmailSchema = {
         resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
         code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
       },
-      { examples: [{ email: 'alice@example.com', expiresIn: 300, resendIn: 60 }] },
+      {
+        description: 'The code is on its way: its email is queued',
+        examples: [{ email: 'alice@example.com', expiresIn: 300, resendIn: 60 }],
+      },
     ),
-    ...errorResponses(400, 429, 503),
+    ...errorResponses(
+      400,
+      [
+        429,
+        'a code was sent to this email moments ago, or too many codes or wrong codes for the email or address',
+      ],
+      503,
+    ),
   },
 };
 
 export const verifyOtpEmailSchema = {
+  operationId: 'verifyOtpEmail',
   summary: 'Sign in with the emailed code',
-  description: 'The first successful verification for an email creates its user.',
+  description:
+    'The first successful verification for an email creates its user. Every success starts a new session. ' +
+    'No access token.',
   tags,
+  security: [],
   body: Type.Object(
     {
       email: Email,
@@ -53,8 +76,17 @@ export const verifyOtpEmailSchema = {
           description: 'Whether the client must show the registration/consent flow now',
         }),
       },
-      { examples: [{ ...TOKEN_PAIR_EXAMPLE, user: USER_EXAMPLE, isRegistrationComplete: true }] },
+      {
+        description: 'Signed in: the token pair, the user and whether registration is complete now',
+        examples: [{ ...TOKEN_PAIR_EXAMPLE, user: USER_EXAMPLE, isRegistrationComplete: true }],
+      },
     ),
-    ...errorResponses(400, 404, 409, 429, 503),
+    ...errorResponses(
+      [400, 'the body breaks a rule, or the code is wrong (detail "Invalid code")'],
+      [404, 'no active code for this email: never sent, expired or already used'],
+      [409, 'the code is locked after too many wrong attempts; request a new one'],
+      [429, 'too many wrong codes for this email or from this address'],
+      503,
+    ),
   },
 };

@@ -39,12 +39,16 @@ const Jwk = Type.Object({
 });
 
 export const jwksSchema = {
+  operationId: 'getJwks',
   tags: ['auth'],
+  security: [],
   summary: 'The public keys that verify access tokens (a standard JWK Set, not enveloped)',
   response: {
     200: Type.Object(
       { keys: Type.Array(Jwk) },
       {
+        description:
+          'The JWK Set: every key whose access tokens may still be valid (cacheable for 5 minutes)',
         examples: [
           {
             keys: [

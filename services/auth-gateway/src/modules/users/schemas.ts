@@ -6,27 +6,61 @@ import { userAnswer } from './user.ts';
 const bearer = [{ bearerAuth: [] }];
 const tags = ['users'];
 
+// What planProfileUpdate does before any rule: a client validating against the document trims first.
+const TRIMMED = 'Surrounding blanks are trimmed before it is checked.';
+const ENTRIES_TRIMMED = "Each entry's surrounding blanks are trimmed before it is checked.";
+
+/**
+ * `UserPatch` as the document shows it: every string is trimmed before it is checked, so each field
+ * that takes one says so beside its pattern and lengths, which apply to the trimmed value (the
+ * patterns stay those of the stored form). The route does not validate with it: planProfileUpdate does.
+ */
+const DocumentedUserPatch: typeof UserPatch = {
+  ...UserPatch,
+  properties: Object.fromEntries(
+    Object.entries(UserPatch.properties).map(([name, field]) => {
+      const { description, type } = field as { description?: string; type?: unknown };
+      if (type === 'boolean') return [name, field];
+      const note = name === 'interests' ? ENTRIES_TRIMMED : TRIMMED;
+      return [name, { ...field, description: description ? `${description} ${note}` : note }];
+    }),
+  ) as typeof UserPatch.properties,
+};
+
 export const getMeSchema = {
+  operationId: 'getMe',
   summary: "The caller's profile",
   tags,
   security: bearer,
-  response: { 200: userAnswer(), ...errorResponses(401, 503) },
+  response: { 200: { ...userAnswer(), description: "The caller's User" }, ...errorResponses(401, 503) },
 };
 
 export const patchMeSchema = {
+  operationId: 'updateMe',
   summary: "Change the caller's profile (absent fields are left alone, null clears)",
   description:
-    'Strings are trimmed; usernames are lower-cased and unique whatever their case. Read-only and unknown ' +
-    'fields are a 400 naming the field. Every failing rule is one detail that names the field.',
+    'Every string (and every interests entry) is trimmed before it is checked: the patterns and lengths ' +
+    'below apply to the trimmed value, so `{ "instagram": " @ada " }` is accepted and stored as `ada`. ' +
+    'Usernames are lower-cased and unique whatever their case. Read-only and unknown fields are a 400 ' +
+    'naming the field. Every failing rule is one detail that names the field.',
   tags,
   security: bearer,
-  body: UserPatch,
-  response: { 200: userAnswer(), ...errorResponses(400, 401, 409, 503) },
+  body: DocumentedUserPatch,
+  response: {
+    200: { ...userAnswer(), description: 'Changed: the updated User' },
+    ...errorResponses(
+      [400, 'every failing field is one detail naming it (read-only and unknown fields too)'],
+      401,
+      [409, 'the username is taken, or was changed too recently (the detail says when it is possible)'],
+      503,
+    ),
+  },
 };
 
 const Requirement = Type.Enum(['name', 'surname', 'username', 'privacyPolicy', 'termsOfUse']);
 
 export const registrationSchema = {
+  operationId: 'getRegistration',
   summary: 'What the client must still show before the registration is complete',
   tags,
   security: bearer,
@@ -48,6 +82,7 @@ export const registrationSchema = {
         }),
       },
       {
+        description: 'What registration still needs, and the policy versions in force',
         examples: [
           {
             isRegistrationComplete: false,
