@@ -34,6 +34,10 @@ describe('maskAddresses', () => {
     expect(maskAddresses('to frank@bücher.de and root@localhost')).toBe(
       'to f***@bücher.de and r***@localhost',
     );
+    // Addresses the gateway accepts: an IP address or a numeric top-level domain.
+    expect(maskAddresses('550 gina@192.168.1.1 and lee@example.123 refused')).toBe(
+      '550 g***@192.168.1.1 and l***@example.123 refused',
+    );
   });
 
   it('leaves the package paths of a stack trace alone, pnpm versions and scopes included', () => {

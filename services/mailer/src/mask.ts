@@ -7,19 +7,16 @@ export function maskEmail(email: string): string {
 /** Whether `email` is masked already (masking it again changes nothing): a redacted job's address. */
 export const isMasked = (email: string) => maskEmail(email) === email;
 
-// The domain is a host name: one label, or labels of which the last (the TLD) starts with a letter,
-// and nothing of a path follows it. So the `name@version/` of a package in a stack trace's paths
-// (pnpm's `.pnpm/nodemailer@8.0.1/…`, `@scope+name@…`) is not taken for an address.
-const LABEL = String.raw`[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?`;
-const TLD = String.raw`\p{L}(?:[\p{L}\p{N}-]*[\p{L}\p{N}])?`;
-const ADDRESS = new RegExp(
-  String.raw`[^\s<>()[\]"',;:]+@(?:${LABEL}\.)*${TLD}(?![\p{L}\p{N}_+@/-]|\.[\p{L}\p{N}_-])`,
-  'gu',
-);
+// Anything with an `@` between characters that no address holds unquoted. The part after the last
+// `@` holds no `/`: one followed by `/` is a path's, such as the `name@version/` of a package in a
+// stack trace (pnpm's `.pnpm/nodemailer@8.0.1/…`), and is left as it is.
+const ADDRESS = /[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:@/]+/g;
 
 /** Masks every address in a text, such as an SMTP reply (`550 <alice@example.com>: no such user`). */
 export function maskAddresses(text: string): string {
-  return text.replace(ADDRESS, maskEmail);
+  return text.replace(ADDRESS, (found, at: number) =>
+    text[at + found.length] === '/' ? found : maskEmail(found),
+  );
 }
 
 /**
