@@ -776,7 +776,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Too many requests: a code was sent to this email moments ago, or too many codes or wrong codes for the email or address */
+            /** @description Too many requests: a code was sent to this email moments ago, too many codes for the email or from the address, or too many wrong codes for the email */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

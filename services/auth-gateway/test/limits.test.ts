@@ -262,6 +262,14 @@ describe('verify limits (defaults)', () => {
     const refusedSend = await send(gateway.app, email, '10.9.9.7');
     const sendWait = await expectRetryAfter(gateway, refusedSend, retryAfter - 60, start);
     expect(body(refusedSend).errors).toContain('Too many wrong codes for this email');
+    // Each kind of refusal is in the security log once, the send's after the verification's.
+    const refusals = await gateway.app.db
+      .selectFrom('securityEvents')
+      .select('details')
+      .where('type', '=', 'rate_limited')
+      .orderBy('createdAt')
+      .execute();
+    expect(refusals.map(({ details }) => (details as Json).limit)).toEqual(['verify:email', 'send:failures']);
     await later(sendWait);
     // A new code is sent and accepted.
     expect((await verify(gateway.app, email, await freshCode(email))).statusCode).toBe(200);

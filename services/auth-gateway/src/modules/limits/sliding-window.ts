@@ -107,7 +107,8 @@ export function createSlidingWindows(redis: RedisClient) {
   async function hitScope<Name extends string>(windows: Window<Name>[], event: string) {
     const [index, waitMs, first, filled] = await hitWindows(windows.length)(
       ...windows.map((w) => w.key),
-      ...windows.map((w) => refusedKey(w.key)),
+      // A gate's refusals are told apart from those of the events its window counts.
+      ...windows.map((w) => refusedKey(w.gate ? `${w.key}:gate` : w.key)),
       event,
       ...windows.flatMap((w) => [w.seconds * 1000, w.limit, w.gate ? 0 : 1]),
     );
@@ -125,7 +126,7 @@ export function createSlidingWindows(redis: RedisClient) {
 
   return {
     /**
-     * Counts one event in every window, or in none when any of them is full: the refusal (of the
+     * Counts one event in every window but the gates, or in none when any is full: the refusal (of the
      * window that frees up last), or the id of the event counted (to take it back with `release`
      * when what it stood for did not happen) and the windows it has just filled.
      *

@@ -39,7 +39,7 @@ export const sendOtpEmailSchema = {
       400,
       [
         429,
-        'a code was sent to this email moments ago, or too many codes or wrong codes for the email or address',
+        'a code was sent to this email moments ago, too many codes for the email or from the address, or too many wrong codes for the email',
       ],
       503,
     ),
