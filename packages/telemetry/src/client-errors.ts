@@ -19,14 +19,19 @@ const isClientError = (error: unknown) => {
 export function ignoreClientErrors(span: Span): void {
   const { setStatus, recordException, end } = span;
   let error: SpanStatus | undefined;
+  let serverError = false;
   span.setStatus = (status) => {
     if (status.code === SpanStatusCode.ERROR) error = status;
     else setStatus.call(span, status);
     return span;
   };
   span.recordException = (exception, time) => {
-    if (isClientError(exception)) error = undefined;
-    else recordException.call(span, exception, time);
+    // Once the span has seen a server's error it stays ERROR, whatever comes after.
+    if (isClientError(exception) && !serverError) error = undefined;
+    else {
+      serverError = true;
+      recordException.call(span, exception, time);
+    }
   };
   span.end = (time) => {
     if (error) setStatus.call(span, error);

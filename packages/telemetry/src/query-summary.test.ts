@@ -48,6 +48,14 @@ describe('summarizeQuery', () => {
     ).toBe('WITH refresh_tokens');
   });
 
+  it('takes no value in a dollar-quoted or escaped string, or a nested comment, for a table', () => {
+    expect(summary('select $$ from alice_secret $$')).toBe('SELECT');
+    expect(summary('select $tag$ from alice_secret $tag$ from "users"')).toBe('SELECT users');
+    expect(summary("select E'it\\'s from leaked_value' from users")).toBe('SELECT users');
+    expect(summary('select /* a /* b */ from secret */ 1')).toBe('SELECT');
+    expect(summarizeQuery(undefined)).toBeUndefined();
+  });
+
   it('falls back to the operation alone, and to nothing for what is no statement', () => {
     expect(summarizeQuery('select 1')).toEqual({ operation: 'SELECT', summary: 'SELECT' });
     expect(summary('BEGIN')).toBe('BEGIN');

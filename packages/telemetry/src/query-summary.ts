@@ -1,7 +1,29 @@
-// Words, quoted names ("refresh_tokens", "public"."users"), parentheses; string literals and comments
-// are matched only to be skipped, so nothing in them is taken for a keyword or a name.
+// Words, quoted names ("refresh_tokens", "public"."users"), parentheses; string literals (also
+// E'…' with backslash escapes, and $tag$…$tag$) and line comments are matched only to be skipped, so
+// nothing in them is taken for a keyword or a name.
 const TOKENS =
-  /--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'|(?:"(?:[^"]|"")*"|[\p{L}_][\p{L}\p{N}_$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[\p{L}_][\p{L}\p{N}_$]*))*|[()]/gu;
+  /--[^\n]*|[Ee]'(?:[^'\\]|\\[\s\S]|'')*'|'(?:[^']|'')*'|\$([\p{L}_][\p{L}\p{N}_]*)?\$[\s\S]*?\$\1\$|(?:"(?:[^"]|"")*"|[\p{L}_][\p{L}\p{N}_$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[\p{L}_][\p{L}\p{N}_$]*))*|[()]/gu;
+
+/**
+ * The statement without its block comments, nested ones included (Postgres nests them, which a
+ * regular expression cannot follow). A `/*` inside a string cuts the rest: a name is lost, never a
+ * value taken for one.
+ */
+function withoutBlockComments(sql: string): string {
+  if (!sql.includes('/*')) return sql;
+  let kept = '';
+  let depth = 0;
+  for (let i = 0; i < sql.length; i++) {
+    if (sql.startsWith('/*', i)) {
+      depth++;
+      i++;
+    } else if (depth > 0 && sql.startsWith('*/', i)) {
+      depth--;
+      i++;
+    } else if (depth === 0) kept += sql[i];
+  }
+  return kept;
+}
 
 /** The keyword after which each statement names its target. */
 const TARGET_AFTER: Record<string, string> = {
@@ -19,10 +41,10 @@ interface Token {
 function tokenize(sql: string): Token[] {
   const tokens: Token[] = [];
   let depth = 0;
-  for (const [text] of sql.matchAll(TOKENS)) {
+  for (const [text] of withoutBlockComments(sql).matchAll(TOKENS)) {
     if (text === '(') depth++;
     else if (text === ')') depth--;
-    else if (!/^(--|\/\*|')/.test(text)) tokens.push({ text, depth });
+    else if (!/^(--|[Ee]?'|\$)/.test(text)) tokens.push({ text, depth });
   }
   return tokens;
 }
@@ -67,7 +89,8 @@ export interface QuerySummary {
  * statement is named by the table of its first part (`WITH users` for `with u as (insert into users
  * …) select … from u`). The operation alone when no table is found.
  */
-export function summarizeQuery(sql: string): QuerySummary | undefined {
+export function summarizeQuery(sql: unknown): QuerySummary | undefined {
+  if (typeof sql !== 'string') return undefined;
   const tokens = tokenize(sql);
   const first = tokens[0];
   if (first === undefined || first.text.startsWith('"')) return undefined;
