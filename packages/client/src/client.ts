@@ -174,7 +174,7 @@ export function createClient({
           method: 'POST',
           path: '/api/v1/auth/verify-otp-email',
           // A pasted code often carries spaces; the server trims the email but not the code.
-          body: { ...extra, email, code: code.trim() },
+          body: { ...extra, email, code: typeof code === 'string' ? code.trim() : code },
         });
         try {
           await tokens.signIn(result, receivedAt);
@@ -203,11 +203,16 @@ export function createClient({
       async revokeToken(refreshToken) {
         // Our own token is rotated when the call refreshes first (an expiring access token, a 401):
         // revoke what we hold when the request goes, not the spent token, which would get a 409.
-        const own = (await tokens.current())?.refreshToken === refreshToken;
+        // Only while what we hold is still that session: another tab may have signed in anew since.
+        const current = await tokens.current();
+        const own = current?.refreshToken === refreshToken ? sessionIdOf(current.accessToken) : undefined;
         const result = await authorized<RevokeTokenResult>((held) => ({
           method: 'POST',
           path: '/api/v1/auth/revoke-token',
-          body: { refreshToken: own ? held.refreshToken : refreshToken },
+          body: {
+            refreshToken:
+              own !== undefined && sessionIdOf(held.accessToken) === own ? held.refreshToken : refreshToken,
+          },
         }));
         await forgetIf((held) => sessionIdOf(held.accessToken) === result._id);
         return result;
