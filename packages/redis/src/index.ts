@@ -158,7 +158,8 @@ export interface OutageLog {
 export function reportOutages(client: RedisClient, log: OutageLog, name: string): void {
   let down = false;
   client.on('error', (err: Error) => {
-    if (down) return log.debug({ err }, `${name} still unreachable`);
+    // An error while the connection stays up (a cluster's slots refresh) is told each time.
+    if (down && client.status !== 'ready') return log.debug({ err }, `${name} still unreachable`);
     down = true;
     log.warn({ err }, `${name} connection error`);
   });
