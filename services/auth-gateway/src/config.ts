@@ -96,7 +96,7 @@ export const GatewayConfigSchema = Type.Object({
     ),
     privateKeyFile: Optional(
       'JWT_PRIVATE_KEY_FILE',
-      'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, which development alone creates on first start (a file named here must exist).',
+      'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, which development and test create on first start (a file named here must exist).',
     ),
     verifyKeys: Optional(
       'JWT_VERIFY_KEYS',
