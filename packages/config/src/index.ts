@@ -108,7 +108,13 @@ interface Leaf {
   /** Where the value goes in the configuration object. */
   path: string[];
   name: string;
-  schema: TSchema & { env: string; default?: unknown; description?: string; anyOf?: { const?: unknown }[] };
+  schema: TSchema & {
+    env: string;
+    type?: unknown;
+    default?: unknown;
+    description?: string;
+    anyOf?: { const?: unknown }[];
+  };
   required: boolean;
 }
 
@@ -137,10 +143,13 @@ export function readConfig<S extends TObject>(schema: S, env: NodeJS.ProcessEnv)
     properties: Object.fromEntries(leaves.map(({ name, schema: { env: _, ...rule } }) => [name, rule])),
     required: leaves.filter((leaf) => leaf.required && leaf.schema.default === undefined).map((l) => l.name),
   };
-  // Ajv would say "must be equal to constant" once per choice; the choices are what helps.
   for (const { name, schema: rule } of leaves) {
-    const choices = rule.anyOf?.map((choice) => choice.const);
     const value = env[name];
+    // Ajv would read 0x10 as 16 and 1e3 as 1000: a number of seconds or of anything is written out.
+    if (rule.type === 'integer' && value !== undefined && !/^\s*-?\d+\s*$/.test(value))
+      throw new ConfigError(`Invalid configuration: ${name} must be a whole number in decimal digits`);
+    // Ajv would say "must be equal to constant" once per choice; the choices are what helps.
+    const choices = rule.anyOf?.map((choice) => choice.const);
     if (
       value !== undefined &&
       choices?.every((choice) => typeof choice === 'string') &&

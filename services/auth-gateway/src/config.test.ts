@@ -32,8 +32,14 @@ describe('loadConfig', () => {
 
   it('fails with one line naming a malformed variable', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrowError(
-      /^Invalid configuration: PORT must be integer$/,
+      /^Invalid configuration: PORT must be a whole number in decimal digits$/,
     );
+    // Not read as 16 seconds and 1,000 sends.
+    expect(() => loadConfig({ OTP_TTL: '0x10' })).toThrowError(/OTP_TTL must be a whole number/);
+    expect(() => loadConfig({ OTP_MAX_SENDS_PER_IP_PER_HOUR: '1e3' })).toThrowError(
+      /OTP_MAX_SENDS_PER_IP_PER_HOUR must be a whole number/,
+    );
+    expect(loadConfig({ OTP_TTL: ' 120 ' }).otp.ttl).toBe(120);
     expect(() => loadConfig({ APP_ENV: 'staging' })).toThrowError(
       /^Invalid configuration: APP_ENV must be one of development, test, production$/,
     );

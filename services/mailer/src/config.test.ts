@@ -42,7 +42,7 @@ describe('loadConfig', () => {
 
   it('names a MAILER_CONCURRENCY that is not a whole number in range', () => {
     expect(startupError({ MAILER_CONCURRENCY: 'abc' })).toBe(
-      'Invalid configuration: MAILER_CONCURRENCY must be integer',
+      'Invalid configuration: MAILER_CONCURRENCY must be a whole number in decimal digits',
     );
     expect(startupError({ MAILER_CONCURRENCY: '0' })).toContain('MAILER_CONCURRENCY');
   });
