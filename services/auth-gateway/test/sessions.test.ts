@@ -299,6 +299,10 @@ describe('GET /api/v1/auth/sessions', () => {
       ['?limit=0', 'limit'],
       ['?limit=101', 'limit'],
       ['?limit=2.5', 'limit'],
+      // Integers in decimal digits only: not read as 10, 2 and 2.
+      ['?page=1e1', 'page'],
+      ['?page=0x2', 'page'],
+      ['?limit=%202', 'limit'],
       ['?page=1000000000000', 'page'],
     ]) {
       const response = await list(caller(), query);
