@@ -167,7 +167,7 @@ export const GatewayConfigSchema = Type.Object({
     max: Int(
       'RATE_LIMIT_MAX',
       600,
-      'The general limit: requests per client IP per window, on every route but the health probes.',
+      'The general limit: requests per client IP per window, on every route but the health probes and the files of the account console.',
     ),
     window: Int('RATE_LIMIT_WINDOW', 60, 'Window of the general limit, seconds (at most a day).', {
       maximum: DAY,

@@ -85,6 +85,23 @@ describe('the account console at /account/', () => {
   });
 });
 
+describe('a client over the general limit', () => {
+  it('still gets the page and its files; the API tells it to wait', async () => {
+    const limited = await startGateway({ CONSOLE_DIR: build, RATE_LIMIT_MAX: '2' });
+    try {
+      const from = { remoteAddress: '198.51.100.7' };
+      for (let i = 0; i < 2; i++) await limited.app.inject({ url: '/api/v1/auth/sessions', ...from });
+      expect((await limited.app.inject({ url: '/api/v1/auth/sessions', ...from })).statusCode).toBe(429);
+      for (const url of ['/account/', '/account/assets/index-abc123.js']) {
+        expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(200);
+      }
+      expect((await limited.app.inject({ url: '/api/v1/auth/sessions', ...from })).statusCode).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('without a build', () => {
   it('still starts, and /account/ is an enveloped 404 that says how to build it', async () => {
     const empty = await startGateway({ CONSOLE_DIR: path.join(build, 'nothing-here') });

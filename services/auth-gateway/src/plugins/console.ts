@@ -61,6 +61,11 @@ export default fp<ConsoleOptions>(
       return;
     }
 
+    // Not counted by the general limit: a client over it still gets the page, whose own calls to the
+    // API then say how long to wait, instead of a JSON envelope in place of the page.
+    app.addHook('onRoute', (route) => {
+      if (isConsoleUrl(route.url)) route.config = { ...route.config, rateLimit: false };
+    });
     await app.register(fastifyStatic, {
       root,
       // Without the trailing slash, so that `/account` is redirected to `/account/`.
