@@ -87,7 +87,7 @@ const shutdownTimeout = variable(
     maximum: 3600,
     default: 30,
     description:
-      'Seconds a SIGTERM/SIGINT drain may take (in-flight requests and jobs finish, then exit 0); past it the process exits 1.',
+      'Seconds a SIGTERM/SIGINT drain may take, at most an hour (in-flight requests and jobs finish, then exit 0); past it the process exits 1.',
   }),
 );
 

@@ -70,7 +70,14 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ JWT_AUDIENCE: '' })).toThrowError(/JWT_AUDIENCE must NOT have fewer than 1/);
     // An unfilled `VAR=` line, or a secret of blanks.
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'BULLMQ_PREFIX', 'PRIVACY_POLICY_VERSION', 'HOST'])
+    for (const name of [
+      'DATABASE_URL',
+      'REDIS_URL',
+      'BULLMQ_PREFIX',
+      'PRIVACY_POLICY_VERSION',
+      'HOST',
+      'CONSOLE_DIR',
+    ])
       expect(() => loadConfig({ [name]: '' }), name).toThrowError(
         `${name} must NOT have fewer than 1 characters`,
       );

@@ -79,7 +79,7 @@ export const GatewayConfigSchema = Type.Object({
         pattern: '^[^{}]*$',
         default: 'tessera:',
         description:
-          "Prefix of the gateway's Redis keys. No braces: a hash tag there would put every key in one cluster slot.",
+          "Prefix of the gateway's Redis keys (empty: none). No braces: a hash tag there would put every key in one cluster slot.",
       }),
     ),
   }),
@@ -106,7 +106,7 @@ export const GatewayConfigSchema = Type.Object({
     clockTolerance: Int(
       'JWT_CLOCK_TOLERANCE',
       30,
-      "Seconds of clock difference forgiven when checking a token's expiry.",
+      "Seconds of clock difference forgiven when checking a token's expiry (at most 300).",
       {
         minimum: 0,
         maximum: 300,
@@ -260,6 +260,7 @@ export const GatewayConfigSchema = Type.Object({
     dir: Optional(
       'CONSOLE_DIR',
       "Folder of the console's build (`index.html` and `assets/`); default `apps/console/dist` of this repository.",
+      NOT_EMPTY,
     ),
   }),
 });

@@ -99,7 +99,7 @@ export const MailerConfigSchema = Type.Object({
         maximum: 300_000,
         default: 10_000,
         description:
-          "How long a mailer's hold on a job lasts unless renewed (it renews every half of this while it sends, however slow SMTP is); a crashed mailer's jobs are queued again within this plus `MAILER_STALLED_INTERVAL_MS`.",
+          "How long a mailer's hold on a job lasts unless renewed (it renews every half of this while it sends, however slow SMTP is); a crashed mailer's jobs are queued again within this plus `MAILER_STALLED_INTERVAL_MS`. 500 to 300,000.",
       }),
     ),
     stalledInterval: variable(
@@ -108,7 +108,8 @@ export const MailerConfigSchema = Type.Object({
         minimum: 100,
         maximum: 300_000,
         default: 5000,
-        description: 'How often a mailer looks for jobs whose mailer crashed, and queues them again.',
+        description:
+          'How often a mailer looks for jobs whose mailer crashed, and queues them again. 100 to 300,000.',
       }),
     ),
   }),
