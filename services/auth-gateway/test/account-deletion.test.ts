@@ -547,6 +547,43 @@ describe('finalization', () => {
     expect((await me(app, ida.accessToken)).statusCode).toBe(401);
   });
 
+  it('takes nothing more from a token that outlived the erasure: no profile change, no trace of a logout', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const kay = await signIn(app, 'kay@example.com');
+    expect((await requestDeletion(app, kay.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+    // The session's key outlives the sweep, as when a request authenticated just before the sweep
+    // deleted it waits on the account's row lock until the sweep commits.
+    const store = createActiveSessionStore(app.redis);
+    const sweep = sweeper(app, clock, {
+      ...store,
+      async remove() {},
+    });
+    expect(await sweep.finalizeDue(10)).toEqual([kay.user._id]);
+    const erasedAt = clock.now();
+    clock.advance(1);
+
+    const changed = await app.inject({
+      method: 'PATCH',
+      url: ME,
+      headers: { ...bearer(kay.accessToken), ...phone },
+      payload: { name: 'Kay', bio: 'Call me at +1 555 0100' },
+    });
+    expect(changed.statusCode).toBe(401);
+    expect(await userRow(app, kay.user._id)).toMatchObject({ name: null, bio: null });
+    const logout = await app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/logout',
+      headers: { ...bearer(kay.accessToken), ...phone },
+      payload: {},
+    });
+    expect(body(logout).data).toEqual({ revokedSessions: 0 });
+    // Nothing written after the erasure: no event, so no address or browser of the token's holder.
+    const after = (await eventsOf(app, kay.user._id)).filter(({ createdAt }) => createdAt > erasedAt);
+    expect(after).toEqual([]);
+  });
+
   it('does not deadlock with a refresh that rotates a token of the account while the sweep runs', async () => {
     const clock = manualClock(new Date(START));
     const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });

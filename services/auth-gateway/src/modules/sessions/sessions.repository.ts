@@ -361,20 +361,28 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
       .where('expiresAt', '>', $.now)
       .returning('id'),
   );
+  // Only a logout that ended a session is an event: one that found none (they had ended, the account
+  // erased by the deletion sweep meanwhile) leaves no address behind.
   const recorded = () =>
     ending.with('event', (db) =>
-      db.insertInto('securityEvents').values({
-        type,
-        userId: $.userId,
-        ipAddress: $.ipAddress,
-        userAgent: $.userAgent,
-        details: (eb) =>
-          eb.fn<string>('jsonb_build_object', [
-            sql.lit('revokedSessions'),
-            eb.selectFrom('ended').select((eb) => eb.fn.countAll().as('count')),
-          ]),
-        createdAt: $.now,
-      }),
+      db
+        .insertInto('securityEvents')
+        .columns(['type', 'userId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
+        .expression((eb) =>
+          eb
+            .selectFrom('ended')
+            .select((eb) => [
+              eb.val(type).as('type'),
+              eb.val($.userId).as('userId'),
+              eb.val($.ipAddress).as('ipAddress'),
+              eb.val($.userAgent).as('userAgent'),
+              eb
+                .fn<string>('jsonb_build_object', [sql.lit('revokedSessions'), eb.fn.countAll()])
+                .as('details'),
+              eb.val($.now).as('createdAt'),
+            ])
+            .having((eb) => eb.fn.countAll(), '>', 0),
+        ),
     );
   return (event ? recorded() : ending).selectNoFrom((eb) => [
     eb

@@ -32,11 +32,17 @@ export function createUsers({
   minAge,
   usernameChangeCooldown,
 }: UsersOptions) {
-  async function me(userId: string): Promise<UserRow> {
-    const user = await repository.findUser(db, userId);
-    // The token outlived its account's row: nothing to show, as if the session had ended.
-    if (!user) throw new GatewayError('SESSION_ENDED');
+  /**
+   * The account, or the answer to a token that outlived it (its row gone, or erased by the deletion
+   * sweep while the request was on its way): nothing to show or change, as if the session had ended.
+   */
+  function live(user: UserRow | undefined): UserRow {
+    if (!user || user.accountDeletionStatus === 'finalized') throw new GatewayError('SESSION_ENDED');
     return user;
+  }
+
+  async function me(userId: string): Promise<UserRow> {
+    return live(await repository.findUser(db, userId));
   }
 
   return {
@@ -51,8 +57,8 @@ export function createUsers({
       const now = clock.now();
       try {
         return await db.transaction().execute(async (trx) => {
-          const current = await repository.lockUser(trx, userId);
-          if (!current) throw new GatewayError('SESSION_ENDED');
+          // Locked: a sweep that erased the account meanwhile is seen here, not overwritten.
+          const current = live(await repository.lockUser(trx, userId));
           const plan = planProfileUpdate(body, {
             current,
             now,
