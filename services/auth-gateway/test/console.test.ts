@@ -86,7 +86,7 @@ describe('the account console at /account/', () => {
 });
 
 describe('a client over the general limit', () => {
-  it('still gets the page and its files; the API tells it to wait', async () => {
+  it('still gets the page and its files, nothing else; the API tells it to wait', async () => {
     const limited = await startGateway({ CONSOLE_DIR: build, RATE_LIMIT_MAX: '2' });
     try {
       const from = { remoteAddress: '198.51.100.7' };
@@ -94,6 +94,10 @@ describe('a client over the general limit', () => {
       expect((await limited.app.inject({ url: '/api/v1/auth/sessions', ...from })).statusCode).toBe(429);
       for (const url of ['/account/', '/account/assets/index-abc123.js']) {
         expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(200);
+      }
+      // Only the console's files: a missing one, a dotfile or a way out of the folder is counted.
+      for (const url of ['/account/nope.js', '/account/.env', '/account/%2e%2e/package.json']) {
+        expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(429);
       }
       expect((await limited.app.inject({ url: '/api/v1/auth/sessions', ...from })).statusCode).toBe(429);
     } finally {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fp from 'fastify-plugin';
@@ -27,6 +27,24 @@ export interface ConsoleOptions {
 
 const isConsoleUrl = (url: string) =>
   url === PREFIX || url.startsWith(`${PREFIX}/`) || url.startsWith(`${PREFIX}?`);
+
+/** Whether `url` names a file of the console's build in `root` (its page for `/account` and `/account/`). */
+function isConsoleFile(root: string, url: string): boolean {
+  let relative: string;
+  try {
+    relative = decodeURIComponent((url.split('?')[0] ?? '').slice(PREFIX.length));
+  } catch {
+    return false;
+  }
+  if (/(^|[\\/])\./.test(relative)) return false;
+  const file = path.join(
+    root,
+    relative === '' || relative.endsWith('/') ? `${relative}/index.html` : relative,
+  );
+  return (
+    file.startsWith(`${root}${path.sep}`) && statSync(file, { throwIfNoEntry: false })?.isFile() === true
+  );
+}
 
 /**
  * The account console (apps/console, built by Vite) at `/account/`, from the API's own origin: no
@@ -61,10 +79,15 @@ export default fp<ConsoleOptions>(
       return;
     }
 
-    // Not counted by the general limit: a client over it still gets the page, whose own calls to the
-    // API then say how long to wait, instead of a JSON envelope in place of the page.
+    // The console's files are not counted by the general limit: a client over it still gets the page,
+    // whose own calls to the API then say how long to wait, instead of a JSON envelope in its place.
+    // Anything else under /account/ (a missing file, a dotfile, a way out of the folder) is counted.
     app.addHook('onRoute', (route) => {
-      if (isConsoleUrl(route.url)) route.config = { ...route.config, rateLimit: false };
+      if (isConsoleUrl(route.url))
+        route.config = {
+          ...route.config,
+          exemptFromRateLimit: (request) => isConsoleFile(root, request.url),
+        };
     });
     await app.register(fastifyStatic, {
       root,

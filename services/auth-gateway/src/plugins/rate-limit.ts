@@ -4,6 +4,13 @@ import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../errors.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Requests of the route not counted by the general limit when this says so (the console's files). */
+    exemptFromRateLimit?: (request: FastifyRequest) => boolean;
+  }
+}
+
 export interface RateLimitOptions {
   redis: RedisClient;
   max: number;
@@ -14,7 +21,8 @@ export interface RateLimitOptions {
 
 /**
  * The general limit: `max` requests per client IP (IPv6 per /64) per window on every route but the
- * health probes (route config `rateLimit: false`), counted in Redis so it holds across gateway
+ * health probes (route config `rateLimit: false`) and the console's files (`exemptFromRateLimit`),
+ * counted in Redis so it holds across gateway
  * processes. The sign-in limits of API.md §7 are stricter and live with the codes (modules/sign-in).
  */
 export default fp<RateLimitOptions>(
@@ -35,7 +43,10 @@ export default fp<RateLimitOptions>(
       nameSpace: 'rate-limit:',
       max,
       timeWindow: windowMs,
-      allowList: (request) => request.routeOptions.config.rateLimit === false,
+      allowList: (request) => {
+        const { config } = request.routeOptions;
+        return config.rateLimit === false || config.exemptFromRateLimit?.(request) === true;
+      },
       // Without Redis the routes that need it answer 503 anyway; health and JWKS keep working.
       skipOnError: true,
       onExceeded: (request, key) => void noteExceeded(request, key),

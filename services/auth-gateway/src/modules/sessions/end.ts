@@ -110,7 +110,10 @@ export function endSessionById(context: SessionsContext) {
   };
 }
 
-/** Ends every session of the user, with the `logout` event, in one statement; returns how many were open. */
+/**
+ * Ends every session of the user, with the `logout` event when it ended any, in one statement;
+ * returns how many were open.
+ */
 export function logoutEverywhere(context: SessionsContext) {
   const { db, clock, activeSessions } = context;
   return async (userId: string, client: ClientInfo): Promise<number> => {

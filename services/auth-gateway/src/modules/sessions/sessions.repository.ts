@@ -398,9 +398,10 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
 });
 
 /**
- * Ends every active session of a user (open, not expired) and records the `logout` event with their number, in one
- * statement. Answers how many it ended and the ids of all the user's unexpired sessions, ended now
- * or before, whose Redis keys must go (a retry repairs a failed delete).
+ * Ends every active session of a user (open, not expired) and, when it ended any, records the
+ * `logout` event with their number, in one statement. Answers how many it ended and the ids of all
+ * the user's unexpired sessions, ended now or before, whose Redis keys must go (a retry repairs a
+ * failed delete).
  */
 export async function logoutEverywhere(
   db: Kysely<Database>,
