@@ -9,13 +9,16 @@ export interface ReceivedSpan {
   spanId: string;
   parentSpanId: string | undefined;
   attributes: Record<string, unknown>;
+  /** `code` 2 is ERROR; absent or 0, unset. */
+  status: { code?: number; message?: string };
+  events: { name: string; attributes: Record<string, unknown> }[];
 }
 
 export interface OtlpSink {
   /** For OTEL_EXPORTER_OTLP_ENDPOINT, with OTEL_EXPORTER_OTLP_PROTOCOL=http/json. */
   url: string;
   spans: ReceivedSpan[];
-  /** Every request body as received: events, statuses and all, for searching. */
+  /** Every request body as received, for searching. */
   bodies: string[];
   waitFor(predicate: (span: ReceivedSpan) => boolean, timeoutMs?: number): Promise<ReceivedSpan>;
   close(): Promise<void>;
@@ -34,6 +37,8 @@ interface OtlpTraces {
         spanId: string;
         parentSpanId?: string;
         attributes?: { key: string; value: OtlpValue }[];
+        status?: { code?: number; message?: string };
+        events?: { name: string; attributes?: { key: string; value: OtlpValue }[] }[];
       }[];
     }[];
   }[];
@@ -63,6 +68,11 @@ export async function startOtlpSink(): Promise<OtlpSink> {
               spanId: span.spanId,
               parentSpanId: span.parentSpanId || undefined,
               attributes: attributesOf(span.attributes),
+              status: span.status ?? {},
+              events: (span.events ?? []).map((event) => ({
+                name: event.name,
+                attributes: attributesOf(event.attributes),
+              })),
             });
       }
     }
