@@ -748,14 +748,22 @@ describe('account', () => {
       await held;
       await route.fulfill({ response });
     });
-    const stale = page.waitForResponse((response) => secondPage(new URL(response.url())));
+    // Marks when the page itself has read page 2's answer: only then could it have added it.
+    await page.evaluate(() => {
+      const text = Response.prototype.text;
+      Response.prototype.text = async function (this: Response) {
+        const body = await text.call(this);
+        if (new URL(this.url).searchParams.get('page') === '2') document.body.dataset.secondPageRead = 'yes';
+        return body;
+      };
+    });
     await activity.getByRole('button', { name: 'Show more' }).click();
     await page.getByRole('textbox', { name: 'Bio' }).fill('Two Nobel prizes.');
     await page.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => items.first().innerText()).toMatch(/^Profile updated/);
 
     release();
-    await (await stale).finished();
+    await page.waitForFunction(() => document.body.dataset.secondPageRead === 'yes');
     // Let the page take the answer in and render.
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve))));
     expect(await items.count()).toBe(10);

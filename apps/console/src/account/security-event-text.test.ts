@@ -8,6 +8,10 @@ describe('securityEventText', () => {
     expect(securityEventText('deletion_requested')).toBe('Account deletion requested');
   });
 
+  it('does not call a first username a change: the event is written for both', () => {
+    expect(securityEventText('username_changed')).toBe('Username set');
+  });
+
   it('still shows a type added to the API later', () => {
     expect(securityEventText('passkey_added')).toBe('passkey added');
   });

@@ -7,7 +7,7 @@ const EVENT_TEXT: Record<string, string> = {
   refresh_reuse: 'A session was ended because its key was used twice',
   session_revoked: 'A device was signed out',
   logout: 'Signed out everywhere',
-  username_changed: 'Username changed',
+  username_changed: 'Username set', // the first time too: the event does not say which
   profile_updated: 'Profile updated',
   policy_accepted: 'A policy was accepted',
   consent_withdrawn: 'Consent withdrawn',
