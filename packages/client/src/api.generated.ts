@@ -262,7 +262,269 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description The versions of the policies in force, the ones a user accepts */
+        CurrentPolicies: {
+            privacyPolicyVersion: string;
+            termsOfUseVersion: string;
+            /** @description null: no consent form is in use */
+            consentFormVersion: string | null;
+        };
+        /** @description Every error answer: `errors[0]` is the canonical message of the status, further entries are details. */
+        ErrorEnvelope: {
+            /** @enum {boolean} */
+            isSuccess: false;
+            statusCode: number;
+            data: null;
+            errors: string[];
+            /** Format: date-time */
+            timestamp: string;
+        };
+        /** @description A successful sign-in: the token pair, the User, and whether the client must show the registration flow now */
+        LoginResult: {
+            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
+            accessToken: string;
+            /** @description Opaque; exchanged for a new pair once, at the refresh route */
+            refreshToken: string;
+            /** @description Seconds until the access token expires */
+            expiresIn: number;
+            /** @description Seconds until the refresh token expires */
+            refreshExpiresIn: number;
+            user: components["schemas"]["User"];
+            /** @description Whether the client must show the registration/consent flow now */
+            isRegistrationComplete: boolean;
+        };
+        /** @description What signing out everywhere ended */
+        LogoutResult: {
+            /** @description How many active sessions were ended */
+            revokedSessions: number;
+        };
+        /** @description Where a page stands in its list: hasNextPage is currentPage < totalPages, hasPrevPage is currentPage > 1. */
+        Pagination: {
+            currentPage: number;
+            totalPages: number;
+            totalItems: number;
+            itemsPerPage: number;
+            hasNextPage: boolean;
+            hasPrevPage: boolean;
+        };
+        /** @description A refresh token, to exchange for a new pair or to end its session */
+        RefreshTokenBody: {
+            refreshToken: string;
+        };
+        /**
+         * @description Something the user must still give or accept before the registration is complete
+         * @enum {unknown}
+         */
+        RegistrationRequirement: "name" | "surname" | "username" | "privacyPolicy" | "termsOfUse";
+        /** @description What the client must still show before the registration is complete, and the policy versions in force */
+        RegistrationStatus: {
+            /** @description Every requirement met against the current versions */
+            isRegistrationComplete: boolean;
+            /** @description In this order: name, surname, username, privacyPolicy, termsOfUse */
+            missing: components["schemas"]["RegistrationRequirement"][];
+            policies: components["schemas"]["CurrentPolicies"];
+        };
+        /** @description A session that has just ended: its `_id` and when */
+        RevokedSession: {
+            _id: string;
+            /** Format: date-time */
+            revokedAt: string;
+        };
+        /** @description Something that happened to the account's security, and the client it came from */
+        SecurityEvent: {
+            _id: string;
+            type: components["schemas"]["SecurityEventType"];
+            /** Format: date-time */
+            createdAt: string;
+            ipAddress: string | null;
+            userAgent: string | null;
+            /** @description null when not tied to a session */
+            sessionId: string | null;
+        };
+        /** @description A page of the caller's security events */
+        SecurityEventPage: {
+            list: components["schemas"]["SecurityEvent"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description sign_in: a code was accepted and a session started; sign_in_failed: a wrong code was entered for this account; code_locked: sign-in was locked after too many wrong codes (of one code, the email or the client IP); rate_limited: requests for this account were refused by a limit; refresh_reuse: a refresh token was used twice; its session was ended; session_revoked: a session was ended by revoke-token or "sign out that device"; logout: every session was ended; username_changed, profile_updated: the username or other fields of the profile changed; policy_accepted, consent_withdrawn: a policy (privacy policy, terms of use, consent form) was accepted, or consent withdrawn; deletion_requested, deletion_cancelled, deletion_finalized: the account deletion lifecycle
+         * @enum {unknown}
+         */
+        SecurityEventType: "sign_in" | "sign_in_failed" | "code_locked" | "rate_limited" | "refresh_reuse" | "session_revoked" | "logout" | "username_changed" | "profile_updated" | "policy_accepted" | "consent_withdrawn" | "deletion_requested" | "deletion_cancelled" | "deletion_finalized";
+        /** @description The email address to send a sign-in code to */
+        SendCodeBody: {
+            /**
+             * Format: email
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+             */
+            email: string;
+        };
+        /** @description A sign-in code is on its way: where to, how long it lasts, when another may be requested */
+        SendCodeResult: {
+            /** @description The normalized address */
+            email: string;
+            /** @description Seconds until the code expires */
+            expiresIn: number;
+            /** @description Seconds until another code may be requested */
+            resendIn: number;
+            /** @description Development and test environments only */
+            code?: string;
+        };
+        /** @description One of the user's active sessions (a signed-in device) */
+        Session: {
+            _id: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Sign-in or last refresh
+             */
+            lastUsedAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            ipAddress: string | null;
+            userAgent: string | null;
+            /** @description The session of the calling access token */
+            current: boolean;
+        };
+        /** @description A page of the user's active sessions */
+        SessionPage: {
+            list: components["schemas"]["Session"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description An access token and a refresh token, with their lifetimes in seconds */
+        TokenPair: {
+            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
+            accessToken: string;
+            /** @description Opaque; exchanged for a new pair once, at the refresh route */
+            refreshToken: string;
+            /** @description Seconds until the access token expires */
+            expiresIn: number;
+            /** @description Seconds until the refresh token expires */
+            refreshExpiresIn: number;
+        };
+        /** @description The account's profile: every field of the specification, plus `_id`, `createdAt`, `updatedAt` */
+        User: {
+            /** Format: uuid */
+            _id: string;
+            name: string | null;
+            surname: string | null;
+            username: string | null;
+            countryCode: string | null;
+            phoneNumber: string | null;
+            signupSource: string | null;
+            signupCampaign: string | null;
+            profilePhoto: string | null;
+            availabilityStatus: string | null;
+            birthDate: string | null;
+            gender: string | null;
+            interests: string[];
+            expertise: string | null;
+            email: string;
+            bio: string | null;
+            instagram: string | null;
+            x: string | null;
+            tiktok: string | null;
+            snapchat: string | null;
+            facebook: string | null;
+            privacyPolicyAccepted: boolean;
+            privacyPolicyVersion: string | null;
+            termsOfUseAccepted: boolean;
+            termsOfUseVersion: string | null;
+            consentFormAccepted: boolean;
+            consentFormVersion: string | null;
+            isRegistrationComplete: boolean;
+            roles: string[];
+            followersCount: number;
+            followingCount: number;
+            minutePriceInLiveStream: number;
+            creditBalance: number;
+            lastLogin: string | null;
+            timezone: string | null;
+            lastUsernameChangeDate: string | null;
+            accountDeletionStatus: string | null;
+            accountDeletionRequestedAt: string | null;
+            accountDeletionScheduledFor: string | null;
+            accountDeletionCancelledAt: string | null;
+            accountDeletionFinalizedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. Read-only and unknown fields are a 400 naming the field. */
+        UserPatch: {
+            /** @description Given name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            name?: string | null;
+            /** @description Family name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            surname?: string | null;
+            /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            username?: string | null;
+            /** @description Calling code, 1–3 digits without "+" (90). Sent together with phoneNumber; both null clears the phone number. Surrounding blanks are trimmed before it is checked. */
+            countryCode?: string | null;
+            /** @description National number, 4–14 digits; with countryCode at most 15 digits (E.164). Sent together with countryCode. Surrounding blanks are trimmed before it is checked. */
+            phoneNumber?: string | null;
+            /** @description ISO 8601 date-time in the past; the user is at least MIN_AGE (default 13) and at most 130 years old. null clears it. Surrounding blanks are trimmed before it is checked. */
+            birthDate?: string | null;
+            /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
+            gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
+            /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
+            availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
+            /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. Each entry's surrounding blanks are trimmed before it is checked. */
+            interests?: string[] | null;
+            /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
+            expertise?: string | null;
+            /** @description At most 500 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
+            bio?: string | null;
+            /** @description Instagram handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+            instagram?: string | null;
+            /** @description X handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+            x?: string | null;
+            /** @description TikTok handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+            tiktok?: string | null;
+            /** @description Snapchat handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+            snapchat?: string | null;
+            /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
+            facebook?: string | null;
+            /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. Surrounding blanks are trimmed before it is checked. */
+            profilePhoto?: string | null;
+            /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. Surrounding blanks are trimmed before it is checked. */
+            timezone?: string | null;
+            /**
+             * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
+             * @enum {boolean}
+             */
+            privacyPolicyAccepted?: true;
+            /** @description The current PRIVACY_POLICY_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
+            privacyPolicyVersion?: string;
+            /**
+             * @description Accepts the terms of use; only with termsOfUseVersion. Cannot be withdrawn here.
+             * @enum {boolean}
+             */
+            termsOfUseAccepted?: true;
+            /** @description The current TERMS_OF_USE_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
+            termsOfUseVersion?: string;
+            /** @description true accepts the consent form (with consentFormVersion; a 400 when no consent form is in use); false withdraws consent, keeping the stored version. */
+            consentFormAccepted?: boolean;
+            /** @description With consentFormAccepted true: the current CONSENT_FORM_VERSION. With false it may be omitted, or be the version being withdrawn. Surrounding blanks are trimmed before it is checked. */
+            consentFormVersion?: string;
+        };
+        /** @description The emailed code, and where a new account came from */
+        VerifyCodeBody: {
+            /**
+             * Format: email
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+             */
+            email: string;
+            /** @description 4 digits */
+            code: string;
+            /** @description Where a new account came from; stored only when this sign-in creates the user */
+            signupSource?: string;
+            /** @description The campaign that brought a new account; stored only when this sign-in creates it */
+            signupCampaign?: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -322,15 +584,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -339,15 +593,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -356,15 +602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -373,15 +611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -441,15 +671,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -458,15 +680,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -475,15 +689,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -492,15 +698,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: Postgres or Redis does not answer (the details say which, e.g. "redis is down"), or this instance is shutting down; try again after Retry-After seconds */
@@ -511,15 +709,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -572,15 +762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -589,15 +771,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -606,15 +780,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -625,15 +791,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -642,15 +800,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -669,13 +819,7 @@ export interface operations {
                  *       "email": "alice@example.com"
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * Format: email
-                     * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
-                     */
-                    email: string;
-                };
+                "application/json": components["schemas"]["SendCodeBody"];
             };
         };
         responses: {
@@ -702,23 +846,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "email": "alice@example.com",
-                         *       "expiresIn": 300,
-                         *       "resendIn": 60
-                         *     }
-                         */
-                        data: {
-                            /** @description The normalized address */
-                            email: string;
-                            /** @description Seconds until the code expires */
-                            expiresIn: number;
-                            /** @description Seconds until another code may be requested */
-                            resendIn: number;
-                            /** @description Development and test environments only */
-                            code?: string;
-                        };
+                        data: components["schemas"]["SendCodeResult"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -731,15 +859,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -748,15 +868,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -765,15 +877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a code was sent to this email moments ago, too many codes for the email or from the address, or too many wrong codes for the email */
@@ -784,15 +888,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -801,15 +897,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -820,15 +908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -848,19 +928,7 @@ export interface operations {
                  *       "code": "0421"
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * Format: email
-                     * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
-                     */
-                    email: string;
-                    /** @description 4 digits */
-                    code: string;
-                    /** @description Where a new account came from; stored only when this sign-in creates the user */
-                    signupSource?: string;
-                    /** @description The campaign that brought a new account; stored only when this sign-in creates it */
-                    signupCampaign?: string;
-                };
+                "application/json": components["schemas"]["VerifyCodeBody"];
             };
         };
         responses: {
@@ -939,125 +1007,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyNTg5MiwiZXhwIjoxNzk1NDI5NDkyLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                         *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts",
-                         *       "expiresIn": 3600,
-                         *       "refreshExpiresIn": 2592000,
-                         *       "user": {
-                         *         "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *         "name": "Ayşe",
-                         *         "surname": "Yılmaz",
-                         *         "username": "ayse.yilmaz",
-                         *         "countryCode": "90",
-                         *         "phoneNumber": "5321234567",
-                         *         "signupSource": "ios",
-                         *         "signupCampaign": null,
-                         *         "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *         "availabilityStatus": "available",
-                         *         "birthDate": "1994-05-17T00:00:00.000Z",
-                         *         "gender": "female",
-                         *         "interests": [
-                         *           "photography",
-                         *           "hiking"
-                         *         ],
-                         *         "expertise": "Landscape photography",
-                         *         "email": "ayse@example.com",
-                         *         "bio": "Photographer in Istanbul.",
-                         *         "instagram": "ayse.shoots",
-                         *         "x": "ayseyilmaz",
-                         *         "tiktok": null,
-                         *         "snapchat": null,
-                         *         "facebook": null,
-                         *         "privacyPolicyAccepted": true,
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseAccepted": true,
-                         *         "termsOfUseVersion": "1.0.0",
-                         *         "consentFormAccepted": false,
-                         *         "consentFormVersion": null,
-                         *         "isRegistrationComplete": true,
-                         *         "roles": [
-                         *           "user"
-                         *         ],
-                         *         "followersCount": 0,
-                         *         "followingCount": 0,
-                         *         "minutePriceInLiveStream": 0,
-                         *         "creditBalance": 0,
-                         *         "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *         "timezone": "Europe/Istanbul",
-                         *         "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *         "accountDeletionStatus": null,
-                         *         "accountDeletionRequestedAt": null,
-                         *         "accountDeletionScheduledFor": null,
-                         *         "accountDeletionCancelledAt": null,
-                         *         "accountDeletionFinalizedAt": null,
-                         *         "createdAt": "2026-11-20T14:01:45.000Z",
-                         *         "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *       },
-                         *       "isRegistrationComplete": true
-                         *     }
-                         */
-                        data: {
-                            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
-                            accessToken: string;
-                            /** @description Opaque; exchanged for a new pair once, at the refresh route */
-                            refreshToken: string;
-                            /** @description Seconds until the access token expires */
-                            expiresIn: number;
-                            /** @description Seconds until the refresh token expires */
-                            refreshExpiresIn: number;
-                            user: {
-                                /** Format: uuid */
-                                _id: string;
-                                name: string | null;
-                                surname: string | null;
-                                username: string | null;
-                                countryCode: string | null;
-                                phoneNumber: string | null;
-                                signupSource: string | null;
-                                signupCampaign: string | null;
-                                profilePhoto: string | null;
-                                availabilityStatus: string | null;
-                                birthDate: string | null;
-                                gender: string | null;
-                                interests: string[];
-                                expertise: string | null;
-                                email: string;
-                                bio: string | null;
-                                instagram: string | null;
-                                x: string | null;
-                                tiktok: string | null;
-                                snapchat: string | null;
-                                facebook: string | null;
-                                privacyPolicyAccepted: boolean;
-                                privacyPolicyVersion: string | null;
-                                termsOfUseAccepted: boolean;
-                                termsOfUseVersion: string | null;
-                                consentFormAccepted: boolean;
-                                consentFormVersion: string | null;
-                                isRegistrationComplete: boolean;
-                                roles: string[];
-                                followersCount: number;
-                                followingCount: number;
-                                minutePriceInLiveStream: number;
-                                creditBalance: number;
-                                lastLogin: string | null;
-                                timezone: string | null;
-                                lastUsernameChangeDate: string | null;
-                                accountDeletionStatus: string | null;
-                                accountDeletionRequestedAt: string | null;
-                                accountDeletionScheduledFor: string | null;
-                                accountDeletionCancelledAt: string | null;
-                                accountDeletionFinalizedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            };
-                            /** @description Whether the client must show the registration/consent flow now */
-                            isRegistrationComplete: boolean;
-                        };
+                        data: components["schemas"]["LoginResult"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -1070,15 +1020,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource not found: no active code for this email: never sent, expired or already used */
@@ -1087,15 +1029,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: the code is locked after too many wrong attempts; request a new one */
@@ -1104,15 +1038,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -1121,15 +1047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -1138,15 +1056,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: too many wrong codes for this email or from this address */
@@ -1157,15 +1067,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -1174,15 +1076,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -1193,15 +1087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1220,9 +1106,7 @@ export interface operations {
                  *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
                  *     }
                  */
-                "application/json": {
-                    refreshToken: string;
-                };
+                "application/json": components["schemas"]["RefreshTokenBody"];
             };
         };
         responses: {
@@ -1250,24 +1134,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "accessToken": "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl",
-                         *       "refreshToken": "InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ",
-                         *       "expiresIn": 3600,
-                         *       "refreshExpiresIn": 2592000
-                         *     }
-                         */
-                        data: {
-                            /** @description JWT to send as `Authorization: Bearer <accessToken>` */
-                            accessToken: string;
-                            /** @description Opaque; exchanged for a new pair once, at the refresh route */
-                            refreshToken: string;
-                            /** @description Seconds until the access token expires */
-                            expiresIn: number;
-                            /** @description Seconds until the refresh token expires */
-                            refreshExpiresIn: number;
-                        };
+                        data: components["schemas"]["TokenPair"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -1280,15 +1147,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the refresh token is unknown, expired or revoked, or was already used */
@@ -1297,15 +1156,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -1314,15 +1165,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -1331,15 +1174,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -1350,15 +1185,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -1367,15 +1194,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -1386,15 +1205,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1413,9 +1224,7 @@ export interface operations {
                  *       "refreshToken": "Vq3m9XkP2sLw8YtB4nHc7RzJ6fGd1aEu0oKiNyMb5Ts"
                  *     }
                  */
-                "application/json": {
-                    refreshToken: string;
-                };
+                "application/json": components["schemas"]["RefreshTokenBody"];
             };
         };
         responses: {
@@ -1441,17 +1250,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *       "revokedAt": "2026-11-23T10:15:00.000Z"
-                         *     }
-                         */
-                        data: {
-                            _id: string;
-                            /** Format: date-time */
-                            revokedAt: string;
-                        };
+                        data: components["schemas"]["RevokedSession"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -1464,15 +1263,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -1481,15 +1272,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Insufficient permissions: the refresh token belongs to another user */
@@ -1498,15 +1281,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource not found: unknown refresh token */
@@ -1515,15 +1290,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: the refresh token is already revoked, rotated away or expired */
@@ -1532,15 +1299,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -1549,15 +1308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -1566,15 +1317,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -1585,15 +1328,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -1602,15 +1337,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -1621,15 +1348,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1664,15 +1383,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "revokedSessions": 3
-                         *     }
-                         */
-                        data: {
-                            /** @description How many active sessions were ended */
-                            revokedSessions: number;
-                        };
+                        data: components["schemas"]["LogoutResult"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -1685,15 +1396,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -1702,15 +1405,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -1719,15 +1414,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -1736,15 +1423,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -1755,15 +1434,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -1772,15 +1443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -1791,15 +1454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1864,64 +1519,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "list": [
-                         *         {
-                         *           "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *           "createdAt": "2026-11-23T09:58:12.000Z",
-                         *           "lastUsedAt": "2026-11-23T10:13:40.000Z",
-                         *           "expiresAt": "2026-12-23T10:13:40.000Z",
-                         *           "ipAddress": "203.0.113.7",
-                         *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                         *           "current": true
-                         *         },
-                         *         {
-                         *           "_id": "4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d",
-                         *           "createdAt": "2026-11-20T14:01:45.000Z",
-                         *           "lastUsedAt": "2026-11-22T19:30:02.000Z",
-                         *           "expiresAt": "2026-12-22T19:30:02.000Z",
-                         *           "ipAddress": "198.51.100.24",
-                         *           "userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36",
-                         *           "current": false
-                         *         }
-                         *       ],
-                         *       "pagination": {
-                         *         "currentPage": 1,
-                         *         "totalPages": 1,
-                         *         "totalItems": 2,
-                         *         "itemsPerPage": 10,
-                         *         "hasNextPage": false,
-                         *         "hasPrevPage": false
-                         *       }
-                         *     }
-                         */
-                        data: {
-                            list: {
-                                _id: string;
-                                /** Format: date-time */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Sign-in or last refresh
-                                 */
-                                lastUsedAt: string;
-                                /** Format: date-time */
-                                expiresAt: string;
-                                ipAddress: string | null;
-                                userAgent: string | null;
-                                /** @description The session of the calling access token */
-                                current: boolean;
-                            }[];
-                            pagination: {
-                                currentPage: number;
-                                totalPages: number;
-                                totalItems: number;
-                                itemsPerPage: number;
-                                hasNextPage: boolean;
-                                hasPrevPage: boolean;
-                            };
-                        };
+                        data: components["schemas"]["SessionPage"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -1934,15 +1532,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -1951,15 +1541,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -1968,15 +1550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -1985,15 +1559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -2004,15 +1570,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -2021,15 +1579,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -2040,15 +1590,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2087,17 +1629,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c",
-                         *       "revokedAt": "2026-11-23T10:15:00.000Z"
-                         *     }
-                         */
-                        data: {
-                            _id: string;
-                            /** Format: date-time */
-                            revokedAt: string;
-                        };
+                        data: components["schemas"]["RevokedSession"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -2110,15 +1642,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -2127,15 +1651,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource not found: unknown session, or another user's */
@@ -2144,15 +1660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: the session has already ended */
@@ -2161,15 +1669,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -2178,15 +1678,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -2195,15 +1687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -2214,15 +1698,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -2231,15 +1707,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -2250,15 +1718,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2340,106 +1800,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *       "name": "Ayşe",
-                         *       "surname": "Yılmaz",
-                         *       "username": "ayse.yilmaz",
-                         *       "countryCode": "90",
-                         *       "phoneNumber": "5321234567",
-                         *       "signupSource": "ios",
-                         *       "signupCampaign": null,
-                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *       "availabilityStatus": "available",
-                         *       "birthDate": "1994-05-17T00:00:00.000Z",
-                         *       "gender": "female",
-                         *       "interests": [
-                         *         "photography",
-                         *         "hiking"
-                         *       ],
-                         *       "expertise": "Landscape photography",
-                         *       "email": "ayse@example.com",
-                         *       "bio": "Photographer in Istanbul.",
-                         *       "instagram": "ayse.shoots",
-                         *       "x": "ayseyilmaz",
-                         *       "tiktok": null,
-                         *       "snapchat": null,
-                         *       "facebook": null,
-                         *       "privacyPolicyAccepted": true,
-                         *       "privacyPolicyVersion": "1.0.0",
-                         *       "termsOfUseAccepted": true,
-                         *       "termsOfUseVersion": "1.0.0",
-                         *       "consentFormAccepted": false,
-                         *       "consentFormVersion": null,
-                         *       "isRegistrationComplete": true,
-                         *       "roles": [
-                         *         "user"
-                         *       ],
-                         *       "followersCount": 0,
-                         *       "followingCount": 0,
-                         *       "minutePriceInLiveStream": 0,
-                         *       "creditBalance": 0,
-                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *       "timezone": "Europe/Istanbul",
-                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *       "accountDeletionStatus": null,
-                         *       "accountDeletionRequestedAt": null,
-                         *       "accountDeletionScheduledFor": null,
-                         *       "accountDeletionCancelledAt": null,
-                         *       "accountDeletionFinalizedAt": null,
-                         *       "createdAt": "2026-11-20T14:01:45.000Z",
-                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *     }
-                         */
-                        data: {
-                            /** Format: uuid */
-                            _id: string;
-                            name: string | null;
-                            surname: string | null;
-                            username: string | null;
-                            countryCode: string | null;
-                            phoneNumber: string | null;
-                            signupSource: string | null;
-                            signupCampaign: string | null;
-                            profilePhoto: string | null;
-                            availabilityStatus: string | null;
-                            birthDate: string | null;
-                            gender: string | null;
-                            interests: string[];
-                            expertise: string | null;
-                            email: string;
-                            bio: string | null;
-                            instagram: string | null;
-                            x: string | null;
-                            tiktok: string | null;
-                            snapchat: string | null;
-                            facebook: string | null;
-                            privacyPolicyAccepted: boolean;
-                            privacyPolicyVersion: string | null;
-                            termsOfUseAccepted: boolean;
-                            termsOfUseVersion: string | null;
-                            consentFormAccepted: boolean;
-                            consentFormVersion: string | null;
-                            isRegistrationComplete: boolean;
-                            roles: string[];
-                            followersCount: number;
-                            followingCount: number;
-                            minutePriceInLiveStream: number;
-                            creditBalance: number;
-                            lastLogin: string | null;
-                            timezone: string | null;
-                            lastUsernameChangeDate: string | null;
-                            accountDeletionStatus: string | null;
-                            accountDeletionRequestedAt: string | null;
-                            accountDeletionScheduledFor: string | null;
-                            accountDeletionCancelledAt: string | null;
-                            accountDeletionFinalizedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["User"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -2452,15 +1813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -2469,15 +1822,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -2486,15 +1831,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -2503,15 +1840,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -2522,15 +1851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -2539,15 +1860,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -2558,15 +1871,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2610,62 +1915,7 @@ export interface operations {
                  *       "termsOfUseVersion": "1.0.0"
                  *     }
                  */
-                "application/json": {
-                    /** @description Given name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
-                    name?: string | null;
-                    /** @description Family name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
-                    surname?: string | null;
-                    /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
-                    username?: string | null;
-                    /** @description Calling code, 1–3 digits without "+" (90). Sent together with phoneNumber; both null clears the phone number. Surrounding blanks are trimmed before it is checked. */
-                    countryCode?: string | null;
-                    /** @description National number, 4–14 digits; with countryCode at most 15 digits (E.164). Sent together with countryCode. Surrounding blanks are trimmed before it is checked. */
-                    phoneNumber?: string | null;
-                    /** @description ISO 8601 date-time in the past; the user is at least MIN_AGE (default 13) and at most 130 years old. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    birthDate?: string | null;
-                    /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
-                    gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
-                    /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
-                    availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
-                    /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. Each entry's surrounding blanks are trimmed before it is checked. */
-                    interests?: string[] | null;
-                    /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
-                    expertise?: string | null;
-                    /** @description At most 500 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
-                    bio?: string | null;
-                    /** @description Instagram handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    instagram?: string | null;
-                    /** @description X handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    x?: string | null;
-                    /** @description TikTok handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    tiktok?: string | null;
-                    /** @description Snapchat handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    snapchat?: string | null;
-                    /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    facebook?: string | null;
-                    /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. Surrounding blanks are trimmed before it is checked. */
-                    profilePhoto?: string | null;
-                    /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. Surrounding blanks are trimmed before it is checked. */
-                    timezone?: string | null;
-                    /**
-                     * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
-                     * @enum {boolean}
-                     */
-                    privacyPolicyAccepted?: true;
-                    /** @description The current PRIVACY_POLICY_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
-                    privacyPolicyVersion?: string;
-                    /**
-                     * @description Accepts the terms of use; only with termsOfUseVersion. Cannot be withdrawn here.
-                     * @enum {boolean}
-                     */
-                    termsOfUseAccepted?: true;
-                    /** @description The current TERMS_OF_USE_VERSION (see GET /api/v1/users/me/registration); any other is a 400. Surrounding blanks are trimmed before it is checked. */
-                    termsOfUseVersion?: string;
-                    /** @description true accepts the consent form (with consentFormVersion; a 400 when no consent form is in use); false withdraws consent, keeping the stored version. */
-                    consentFormAccepted?: boolean;
-                    /** @description With consentFormAccepted true: the current CONSENT_FORM_VERSION. With false it may be omitted, or be the version being withdrawn. Surrounding blanks are trimmed before it is checked. */
-                    consentFormVersion?: string;
-                };
+                "application/json": components["schemas"]["UserPatch"];
             };
         };
         responses: {
@@ -2737,106 +1987,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *       "name": "Ayşe",
-                         *       "surname": "Yılmaz",
-                         *       "username": "ayse.yilmaz",
-                         *       "countryCode": "90",
-                         *       "phoneNumber": "5321234567",
-                         *       "signupSource": "ios",
-                         *       "signupCampaign": null,
-                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *       "availabilityStatus": "available",
-                         *       "birthDate": "1994-05-17T00:00:00.000Z",
-                         *       "gender": "female",
-                         *       "interests": [
-                         *         "photography",
-                         *         "hiking"
-                         *       ],
-                         *       "expertise": "Landscape photography",
-                         *       "email": "ayse@example.com",
-                         *       "bio": "Photographer in Istanbul.",
-                         *       "instagram": "ayse.shoots",
-                         *       "x": "ayseyilmaz",
-                         *       "tiktok": null,
-                         *       "snapchat": null,
-                         *       "facebook": null,
-                         *       "privacyPolicyAccepted": true,
-                         *       "privacyPolicyVersion": "1.0.0",
-                         *       "termsOfUseAccepted": true,
-                         *       "termsOfUseVersion": "1.0.0",
-                         *       "consentFormAccepted": false,
-                         *       "consentFormVersion": null,
-                         *       "isRegistrationComplete": true,
-                         *       "roles": [
-                         *         "user"
-                         *       ],
-                         *       "followersCount": 0,
-                         *       "followingCount": 0,
-                         *       "minutePriceInLiveStream": 0,
-                         *       "creditBalance": 0,
-                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *       "timezone": "Europe/Istanbul",
-                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *       "accountDeletionStatus": null,
-                         *       "accountDeletionRequestedAt": null,
-                         *       "accountDeletionScheduledFor": null,
-                         *       "accountDeletionCancelledAt": null,
-                         *       "accountDeletionFinalizedAt": null,
-                         *       "createdAt": "2026-11-20T14:01:45.000Z",
-                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *     }
-                         */
-                        data: {
-                            /** Format: uuid */
-                            _id: string;
-                            name: string | null;
-                            surname: string | null;
-                            username: string | null;
-                            countryCode: string | null;
-                            phoneNumber: string | null;
-                            signupSource: string | null;
-                            signupCampaign: string | null;
-                            profilePhoto: string | null;
-                            availabilityStatus: string | null;
-                            birthDate: string | null;
-                            gender: string | null;
-                            interests: string[];
-                            expertise: string | null;
-                            email: string;
-                            bio: string | null;
-                            instagram: string | null;
-                            x: string | null;
-                            tiktok: string | null;
-                            snapchat: string | null;
-                            facebook: string | null;
-                            privacyPolicyAccepted: boolean;
-                            privacyPolicyVersion: string | null;
-                            termsOfUseAccepted: boolean;
-                            termsOfUseVersion: string | null;
-                            consentFormAccepted: boolean;
-                            consentFormVersion: string | null;
-                            isRegistrationComplete: boolean;
-                            roles: string[];
-                            followersCount: number;
-                            followingCount: number;
-                            minutePriceInLiveStream: number;
-                            creditBalance: number;
-                            lastLogin: string | null;
-                            timezone: string | null;
-                            lastUsernameChangeDate: string | null;
-                            accountDeletionStatus: string | null;
-                            accountDeletionRequestedAt: string | null;
-                            accountDeletionScheduledFor: string | null;
-                            accountDeletionCancelledAt: string | null;
-                            accountDeletionFinalizedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["User"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -2849,15 +2000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -2866,15 +2009,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: the username is taken, or was changed too recently (the detail says when it is possible) */
@@ -2883,15 +2018,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -2900,15 +2027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -2917,15 +2036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -2936,15 +2047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -2953,15 +2056,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -2972,15 +2067,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3024,32 +2111,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "isRegistrationComplete": false,
-                         *       "missing": [
-                         *         "username",
-                         *         "termsOfUse"
-                         *       ],
-                         *       "policies": {
-                         *         "privacyPolicyVersion": "1.0.0",
-                         *         "termsOfUseVersion": "1.1.0",
-                         *         "consentFormVersion": "1.0.0"
-                         *       }
-                         *     }
-                         */
-                        data: {
-                            /** @description Every requirement met against the current versions */
-                            isRegistrationComplete: boolean;
-                            /** @description In this order: name, surname, username, privacyPolicy, termsOfUse */
-                            missing: ("name" | "surname" | "username" | "privacyPolicy" | "termsOfUse")[];
-                            policies: {
-                                privacyPolicyVersion: string;
-                                termsOfUseVersion: string;
-                                /** @description null: no consent form is in use */
-                                consentFormVersion: string | null;
-                            };
-                        };
+                        data: components["schemas"]["RegistrationStatus"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -3062,15 +2124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -3079,15 +2133,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -3096,15 +2142,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -3113,15 +2151,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -3132,15 +2162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -3149,15 +2171,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -3168,15 +2182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3231,52 +2237,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "list": [
-                         *         {
-                         *           "_id": "7c3e9a1f-2b4d-4f6a-8e0c-1d3f5a7b9c2e",
-                         *           "type": "sign_in",
-                         *           "createdAt": "2026-11-23T09:58:12.000Z",
-                         *           "ipAddress": "203.0.113.7",
-                         *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15",
-                         *           "sessionId": "9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c"
-                         *         }
-                         *       ],
-                         *       "pagination": {
-                         *         "currentPage": 1,
-                         *         "totalPages": 4,
-                         *         "totalItems": 31,
-                         *         "itemsPerPage": 10,
-                         *         "hasNextPage": true,
-                         *         "hasPrevPage": false
-                         *       }
-                         *     }
-                         */
-                        data: {
-                            list: {
-                                _id: string;
-                                /**
-                                 * @description sign_in: a code was accepted and a session started; sign_in_failed: a wrong code was entered for this account; code_locked: sign-in was locked after too many wrong codes (of one code, the email or the client IP); rate_limited: requests for this account were refused by a limit; refresh_reuse: a refresh token was used twice; its session was ended; session_revoked: a session was ended by revoke-token or "sign out that device"; logout: every session was ended; username_changed, profile_updated: the username or other fields of the profile changed; policy_accepted, consent_withdrawn: a policy (privacy policy, terms of use, consent form) was accepted, or consent withdrawn; deletion_requested, deletion_cancelled, deletion_finalized: the account deletion lifecycle
-                                 * @enum {unknown}
-                                 */
-                                type: "sign_in" | "sign_in_failed" | "code_locked" | "rate_limited" | "refresh_reuse" | "session_revoked" | "logout" | "username_changed" | "profile_updated" | "policy_accepted" | "consent_withdrawn" | "deletion_requested" | "deletion_cancelled" | "deletion_finalized";
-                                /** Format: date-time */
-                                createdAt: string;
-                                ipAddress: string | null;
-                                userAgent: string | null;
-                                /** @description null when not tied to a session */
-                                sessionId: string | null;
-                            }[];
-                            pagination: {
-                                currentPage: number;
-                                totalPages: number;
-                                totalItems: number;
-                                itemsPerPage: number;
-                                hasNextPage: boolean;
-                                hasPrevPage: boolean;
-                            };
-                        };
+                        data: components["schemas"]["SecurityEventPage"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -3289,15 +2250,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -3306,15 +2259,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -3323,15 +2268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -3340,15 +2277,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -3359,15 +2288,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -3376,15 +2297,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -3395,15 +2308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3485,106 +2390,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *       "name": "Ayşe",
-                         *       "surname": "Yılmaz",
-                         *       "username": "ayse.yilmaz",
-                         *       "countryCode": "90",
-                         *       "phoneNumber": "5321234567",
-                         *       "signupSource": "ios",
-                         *       "signupCampaign": null,
-                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *       "availabilityStatus": "available",
-                         *       "birthDate": "1994-05-17T00:00:00.000Z",
-                         *       "gender": "female",
-                         *       "interests": [
-                         *         "photography",
-                         *         "hiking"
-                         *       ],
-                         *       "expertise": "Landscape photography",
-                         *       "email": "ayse@example.com",
-                         *       "bio": "Photographer in Istanbul.",
-                         *       "instagram": "ayse.shoots",
-                         *       "x": "ayseyilmaz",
-                         *       "tiktok": null,
-                         *       "snapchat": null,
-                         *       "facebook": null,
-                         *       "privacyPolicyAccepted": true,
-                         *       "privacyPolicyVersion": "1.0.0",
-                         *       "termsOfUseAccepted": true,
-                         *       "termsOfUseVersion": "1.0.0",
-                         *       "consentFormAccepted": false,
-                         *       "consentFormVersion": null,
-                         *       "isRegistrationComplete": true,
-                         *       "roles": [
-                         *         "user"
-                         *       ],
-                         *       "followersCount": 0,
-                         *       "followingCount": 0,
-                         *       "minutePriceInLiveStream": 0,
-                         *       "creditBalance": 0,
-                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *       "timezone": "Europe/Istanbul",
-                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *       "accountDeletionStatus": "scheduled",
-                         *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                         *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                         *       "accountDeletionCancelledAt": null,
-                         *       "accountDeletionFinalizedAt": null,
-                         *       "createdAt": "2026-11-20T14:01:45.000Z",
-                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *     }
-                         */
-                        data: {
-                            /** Format: uuid */
-                            _id: string;
-                            name: string | null;
-                            surname: string | null;
-                            username: string | null;
-                            countryCode: string | null;
-                            phoneNumber: string | null;
-                            signupSource: string | null;
-                            signupCampaign: string | null;
-                            profilePhoto: string | null;
-                            availabilityStatus: string | null;
-                            birthDate: string | null;
-                            gender: string | null;
-                            interests: string[];
-                            expertise: string | null;
-                            email: string;
-                            bio: string | null;
-                            instagram: string | null;
-                            x: string | null;
-                            tiktok: string | null;
-                            snapchat: string | null;
-                            facebook: string | null;
-                            privacyPolicyAccepted: boolean;
-                            privacyPolicyVersion: string | null;
-                            termsOfUseAccepted: boolean;
-                            termsOfUseVersion: string | null;
-                            consentFormAccepted: boolean;
-                            consentFormVersion: string | null;
-                            isRegistrationComplete: boolean;
-                            roles: string[];
-                            followersCount: number;
-                            followingCount: number;
-                            minutePriceInLiveStream: number;
-                            creditBalance: number;
-                            lastLogin: string | null;
-                            timezone: string | null;
-                            lastUsernameChangeDate: string | null;
-                            accountDeletionStatus: string | null;
-                            accountDeletionRequestedAt: string | null;
-                            accountDeletionScheduledFor: string | null;
-                            accountDeletionCancelledAt: string | null;
-                            accountDeletionFinalizedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["User"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -3597,15 +2403,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -3614,15 +2412,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: a deletion is already scheduled */
@@ -3631,15 +2421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -3648,15 +2430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -3665,15 +2439,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -3684,15 +2450,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -3701,15 +2459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -3720,15 +2470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3810,106 +2552,7 @@ export interface operations {
                         /** @enum {boolean} */
                         isSuccess: true;
                         statusCode: number;
-                        /**
-                         * @example {
-                         *       "_id": "0b6d3f2e-5c1a-4e8b-9f7d-2a4c6e8f0a1b",
-                         *       "name": "Ayşe",
-                         *       "surname": "Yılmaz",
-                         *       "username": "ayse.yilmaz",
-                         *       "countryCode": "90",
-                         *       "phoneNumber": "5321234567",
-                         *       "signupSource": "ios",
-                         *       "signupCampaign": null,
-                         *       "profilePhoto": "https://cdn.example.com/users/ayse.jpg",
-                         *       "availabilityStatus": "available",
-                         *       "birthDate": "1994-05-17T00:00:00.000Z",
-                         *       "gender": "female",
-                         *       "interests": [
-                         *         "photography",
-                         *         "hiking"
-                         *       ],
-                         *       "expertise": "Landscape photography",
-                         *       "email": "ayse@example.com",
-                         *       "bio": "Photographer in Istanbul.",
-                         *       "instagram": "ayse.shoots",
-                         *       "x": "ayseyilmaz",
-                         *       "tiktok": null,
-                         *       "snapchat": null,
-                         *       "facebook": null,
-                         *       "privacyPolicyAccepted": true,
-                         *       "privacyPolicyVersion": "1.0.0",
-                         *       "termsOfUseAccepted": true,
-                         *       "termsOfUseVersion": "1.0.0",
-                         *       "consentFormAccepted": false,
-                         *       "consentFormVersion": null,
-                         *       "isRegistrationComplete": true,
-                         *       "roles": [
-                         *         "user"
-                         *       ],
-                         *       "followersCount": 0,
-                         *       "followingCount": 0,
-                         *       "minutePriceInLiveStream": 0,
-                         *       "creditBalance": 0,
-                         *       "lastLogin": "2026-11-23T09:58:12.000Z",
-                         *       "timezone": "Europe/Istanbul",
-                         *       "lastUsernameChangeDate": "2026-11-20T14:03:00.000Z",
-                         *       "accountDeletionStatus": "cancelled",
-                         *       "accountDeletionRequestedAt": "2026-11-23T10:00:00.000Z",
-                         *       "accountDeletionScheduledFor": "2026-12-23T10:00:00.000Z",
-                         *       "accountDeletionCancelledAt": "2026-11-24T08:30:00.000Z",
-                         *       "accountDeletionFinalizedAt": null,
-                         *       "createdAt": "2026-11-20T14:01:45.000Z",
-                         *       "updatedAt": "2026-11-23T09:58:12.000Z"
-                         *     }
-                         */
-                        data: {
-                            /** Format: uuid */
-                            _id: string;
-                            name: string | null;
-                            surname: string | null;
-                            username: string | null;
-                            countryCode: string | null;
-                            phoneNumber: string | null;
-                            signupSource: string | null;
-                            signupCampaign: string | null;
-                            profilePhoto: string | null;
-                            availabilityStatus: string | null;
-                            birthDate: string | null;
-                            gender: string | null;
-                            interests: string[];
-                            expertise: string | null;
-                            email: string;
-                            bio: string | null;
-                            instagram: string | null;
-                            x: string | null;
-                            tiktok: string | null;
-                            snapchat: string | null;
-                            facebook: string | null;
-                            privacyPolicyAccepted: boolean;
-                            privacyPolicyVersion: string | null;
-                            termsOfUseAccepted: boolean;
-                            termsOfUseVersion: string | null;
-                            consentFormAccepted: boolean;
-                            consentFormVersion: string | null;
-                            isRegistrationComplete: boolean;
-                            roles: string[];
-                            followersCount: number;
-                            followingCount: number;
-                            minutePriceInLiveStream: number;
-                            creditBalance: number;
-                            lastLogin: string | null;
-                            timezone: string | null;
-                            lastUsernameChangeDate: string | null;
-                            accountDeletionStatus: string | null;
-                            accountDeletionRequestedAt: string | null;
-                            accountDeletionScheduledFor: string | null;
-                            accountDeletionCancelledAt: string | null;
-                            accountDeletionFinalizedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["User"];
                         errors: string[];
                         /** Format: date-time */
                         timestamp: string;
@@ -3922,15 +2565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
@@ -3939,15 +2574,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Resource already exists or cannot be changed in its current state: no deletion is scheduled, or it is already due */
@@ -3956,15 +2583,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Payload too large: the body is larger than the gateway accepts */
@@ -3973,15 +2592,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Unsupported media type: a body must be application/json */
@@ -3990,15 +2601,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
@@ -4009,15 +2612,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Internal server error: an unexpected failure of the gateway */
@@ -4026,15 +2621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
@@ -4045,15 +2632,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        isSuccess: false;
-                        statusCode: number;
-                        data: null;
-                        errors: string[];
-                        /** Format: date-time */
-                        timestamp: string;
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };

@@ -1,4 +1,7 @@
-import type { paths } from './api.generated.ts';
+import type { components, paths } from './api.generated.ts';
+
+/** The shapes the OpenAPI document names (`components.schemas`), by name. */
+type Schemas = components['schemas'];
 
 /** Every route of the gateway, by path, as the OpenAPI document describes it. */
 export type Path = keyof paths;
@@ -19,25 +22,24 @@ export type RequestBody<P extends Path, M extends Method> =
   Operation<P, M> extends { requestBody: infer Body } ? Json<Body> : never;
 
 /** `POST /api/v1/auth/send-otp-email`: `code` only in development and test. */
-export type SendCodeResult = ResponseData<'/api/v1/auth/send-otp-email', 'post'>;
-export type VerifyCodeBody = RequestBody<'/api/v1/auth/verify-otp-email', 'post'>;
+export type SendCodeResult = Schemas['SendCodeResult'];
+export type VerifyCodeBody = Schemas['VerifyCodeBody'];
 /** Where a new account came from; stored only when this sign-in creates the user. */
 export type SignupDetails = Pick<VerifyCodeBody, 'signupSource' | 'signupCampaign'>;
 /** The `data` of a successful code verification: tokens, the user and whether registration is complete now. */
-export type LoginResult = ResponseData<'/api/v1/auth/verify-otp-email', 'post'>;
-export type User = ResponseData<'/api/v1/users/me', 'get'>;
+export type LoginResult = Schemas['LoginResult'];
+export type User = Schemas['User'];
 /** A new access token and a rotated refresh token, with their lifetimes in seconds. */
-export type TokenPair = ResponseData<'/api/v1/auth/refresh-token', 'post'>;
-export type RefreshBody = RequestBody<'/api/v1/auth/refresh-token', 'post'>;
-export type RevokeTokenBody = RequestBody<'/api/v1/auth/revoke-token', 'post'>;
-export type RevokeTokenResult = ResponseData<'/api/v1/auth/revoke-token', 'post'>;
-export type LogoutResult = ResponseData<'/api/v1/auth/logout', 'post'>;
+export type TokenPair = Schemas['TokenPair'];
+export type RefreshBody = Schemas['RefreshTokenBody'];
+export type RevokeTokenBody = Schemas['RefreshTokenBody'];
+export type RevokeTokenResult = Schemas['RevokedSession'];
+export type LogoutResult = Schemas['LogoutResult'];
 
-type SessionsPage = ResponseData<'/api/v1/auth/sessions', 'get'>;
 /** One of the user's active sessions (`current`: the session of this client's access token). */
-export type Session = SessionsPage['list'][number];
-export type EndSessionResult = ResponseData<'/api/v1/auth/sessions/{id}', 'delete'>;
-export type Pagination = SessionsPage['pagination'];
+export type Session = Schemas['Session'];
+export type EndSessionResult = Schemas['RevokedSession'];
+export type Pagination = Schemas['Pagination'];
 /** The `data` of every paginated route. */
 export interface Page<Item> {
   list: Item[];
@@ -47,8 +49,8 @@ export interface Page<Item> {
 export type PageQuery = Partial<Operation<'/api/v1/auth/sessions', 'get'>['parameters']['query']>;
 
 /** A partial profile update: an absent field is left alone, `null` clears an optional one. */
-export type UserPatch = RequestBody<'/api/v1/users/me', 'patch'>;
+export type UserPatch = Schemas['UserPatch'];
 /** What the client must still show before the registration is complete, and the current policy versions. */
-export type Registration = ResponseData<'/api/v1/users/me/registration', 'get'>;
-export type SecurityEvent = ResponseData<'/api/v1/users/me/security-events', 'get'>['list'][number];
-export type SecurityEventType = SecurityEvent['type'];
+export type Registration = Schemas['RegistrationStatus'];
+export type SecurityEvent = Schemas['SecurityEvent'];
+export type SecurityEventType = Schemas['SecurityEventType'];

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { type ErrorStatus, STATUS_MESSAGES } from './errors.ts';
+import { named } from './named-schema.ts';
 
 /** The envelope every Tessera response uses (BaseResponseDto<T>). */
 export type Envelope<T> = {
@@ -24,15 +25,19 @@ export const SuccessEnvelope = <T extends TSchema>(data: T) =>
   );
 
 /** Schema of every error response. */
-export const ErrorEnvelope = Type.Object(
-  {
-    isSuccess: Type.Literal(false),
-    statusCode: Type.Integer(),
-    data: Type.Null(),
-    errors: Type.Array(Type.String(), { minItems: 1 }),
-    timestamp: Type.String({ format: 'date-time' }),
-  },
-  { additionalProperties: false },
+export const ErrorEnvelope = named(
+  'ErrorEnvelope',
+  Type.Object(
+    {
+      isSuccess: Type.Literal(false),
+      statusCode: Type.Integer(),
+      data: Type.Null(),
+      errors: Type.Array(Type.String(), { minItems: 1 }),
+      timestamp: Type.String({ format: 'date-time' }),
+    },
+    { additionalProperties: false },
+  ),
+  'Every error answer: `errors[0]` is the canonical message of the status, further entries are details.',
 );
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
 

@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
+import { named } from './named-schema.ts';
 
 export const MAX_PAGE_SIZE = 100;
 /** Far beyond any real list; keeps the row offset a safe integer. */
@@ -11,16 +12,20 @@ export const PaginationQuery = Type.Object({
 });
 export type PaginationQuery = Static<typeof PaginationQuery>;
 
-export const PaginationMeta = Type.Object(
-  {
-    currentPage: Type.Integer(),
-    totalPages: Type.Integer(),
-    totalItems: Type.Integer(),
-    itemsPerPage: Type.Integer(),
-    hasNextPage: Type.Boolean(),
-    hasPrevPage: Type.Boolean(),
-  },
-  { additionalProperties: false },
+export const PaginationMeta = named(
+  'Pagination',
+  Type.Object(
+    {
+      currentPage: Type.Integer(),
+      totalPages: Type.Integer(),
+      totalItems: Type.Integer(),
+      itemsPerPage: Type.Integer(),
+      hasNextPage: Type.Boolean(),
+      hasPrevPage: Type.Boolean(),
+    },
+    { additionalProperties: false },
+  ),
+  'Where a page stands in its list: hasNextPage is currentPage < totalPages, hasPrevPage is currentPage > 1.',
 );
 export type PaginationMeta = Static<typeof PaginationMeta>;
 

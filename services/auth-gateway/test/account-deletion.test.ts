@@ -312,8 +312,9 @@ describe('requesting and cancelling a deletion', () => {
       expect(operation.summary).toMatch(/deletion of the caller's account/);
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '401', '409', '503']));
       const ok = operation.responses['200'].content['application/json'].schema;
-      expect(ok.properties.data.properties).toHaveProperty('accountDeletionScheduledFor');
+      expect(ok.properties.data).toEqual({ $ref: '#/components/schemas/User' });
     }
+    expect(document.components.schemas.User.properties).toHaveProperty('accountDeletionScheduledFor');
   });
 
   it('answers 401 without a valid access token', async () => {

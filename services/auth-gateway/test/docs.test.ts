@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -16,6 +17,17 @@ beforeAll(async () => {
   document = response.json();
 });
 afterAll(() => gateway.close());
+
+const SCHEMAS = '#/components/schemas/';
+
+/** A schema as a generator reads it: a `$ref` to a named schema is that schema. */
+function resolve(schema: Json): Json {
+  if (typeof schema.$ref !== 'string') return schema;
+  expect(schema.$ref).toMatch(new RegExp(`^${SCHEMAS}`));
+  const named = document.components.schemas[schema.$ref.slice(SCHEMAS.length)];
+  expect(named, schema.$ref).toBeDefined();
+  return named;
+}
 
 /** Every route the gateway answers, as `METHOD /path`: HEAD copies, CORS preflights and the consoles aside. */
 function registeredRoutes(): string[] {
@@ -56,10 +68,12 @@ describe('GET /docs/json', () => {
     for (const [path, operations] of Object.entries(document.paths))
       for (const [method, operation] of Object.entries(operations as Record<string, { responses: object }>))
         for (const [status, response] of Object.entries(operation.responses)) {
-          const schema = (response as { content?: Record<string, { schema: { properties?: object } }> })
-            .content?.['application/json']?.schema;
+          const media = (response as { content?: Record<string, { schema: Json }> }).content?.[
+            'application/json'
+          ];
           const where = `${method} ${path} ${status}`;
-          expect(schema, where).toBeDefined();
+          expect(media?.schema, where).toBeDefined();
+          const schema = media && resolve(media.schema);
           if (path !== '/.well-known/jwks.json' || status !== '200')
             expect(Object.keys(schema?.properties ?? {}).sort(), where).toEqual([
               'data',
@@ -99,9 +113,11 @@ describe('GET /docs/json', () => {
     const verify =
       document.paths['/api/v1/auth/verify-otp-email'].post.requestBody.content['application/json'];
     expect(verify.example).toMatchObject({ email: 'alice@example.com', code: '0421' });
-    const events =
+    const page = resolve(
       document.paths['/api/v1/users/me/security-events'].get.responses['200'].content['application/json']
-        .schema.properties.data.properties.list.items.properties.type;
+        .schema.properties.data,
+    );
+    const events = resolve(resolve(page.properties.list.items).properties.type);
     expect(events.enum).toEqual(expect.arrayContaining(['sign_in', 'refresh_reuse', 'deletion_requested']));
   });
 });
@@ -159,8 +175,9 @@ describe('what a client or its generator reads', () => {
   });
 
   it('says that strings are trimmed before their patterns and lengths apply', () => {
-    const patch =
-      document.paths['/api/v1/users/me'].patch.requestBody.content['application/json'].schema.properties;
+    const patch = resolve(
+      document.paths['/api/v1/users/me'].patch.requestBody.content['application/json'].schema,
+    ).properties;
     for (const [field, schema] of Object.entries<Json>(patch)) {
       const takesText = schema.type !== 'boolean';
       expect(schema.description ?? '', field).toMatch(
@@ -169,9 +186,9 @@ describe('what a client or its generator reads', () => {
     }
     // The reviewer's case: the handle pattern is that of the trimmed value.
     expect(patch.instagram.anyOf[0].pattern).toBe('^@?[A-Za-z0-9._]{1,30}$');
-    const email =
-      document.paths['/api/v1/auth/send-otp-email'].post.requestBody.content['application/json'].schema
-        .properties.email;
+    const email = resolve(
+      document.paths['/api/v1/auth/send-otp-email'].post.requestBody.content['application/json'].schema,
+    ).properties.email;
     expect(email.description).toMatch(/trimmed and the address is lower-cased before it is checked/);
   });
 
@@ -210,6 +227,128 @@ describe('what a client or its generator reads', () => {
   });
 });
 
+describe('the named schemas, which generators turn into types', () => {
+  const schemas = () => document.components.schemas as Record<string, Json>;
+  const ref = (name: string) => ({ $ref: `${SCHEMAS}${name}` });
+  const media = (part: Json) => part.content['application/json'].schema;
+  const operation = (route: string) => {
+    const [method = '', path = ''] = route.split(' ');
+    return document.paths[path][method.toLowerCase()];
+  };
+  /** The schema's keywords alone: what it says about a value, not how it is described. */
+  const shape = ({ description: _, examples: __, ...schema }: Json) => schema;
+
+  it('names every shape an app works with, and says what each is', () => {
+    // A generated client's type names: renaming one breaks the apps built on it.
+    expect(Object.keys(schemas())).toEqual([
+      'CurrentPolicies',
+      'ErrorEnvelope',
+      'LoginResult',
+      'LogoutResult',
+      'Pagination',
+      'RefreshTokenBody',
+      'RegistrationRequirement',
+      'RegistrationStatus',
+      'RevokedSession',
+      'SecurityEvent',
+      'SecurityEventPage',
+      'SecurityEventType',
+      'SendCodeBody',
+      'SendCodeResult',
+      'Session',
+      'SessionPage',
+      'TokenPair',
+      'User',
+      'UserPatch',
+      'VerifyCodeBody',
+    ]);
+    for (const [name, schema] of Object.entries(schemas()))
+      expect(schema.description, name).toEqual(expect.stringMatching(/\S/));
+  });
+
+  it('refers to them for every answer, body and list item, and to ErrorEnvelope for every error', () => {
+    const data = (route: string) => media(operation(route).responses['200']).properties.data;
+    expect(data('GET /api/v1/auth/sessions')).toEqual(ref('SessionPage'));
+    expect(schemas().SessionPage?.properties.list.items).toEqual(ref('Session'));
+    expect(schemas().SessionPage?.properties.pagination).toEqual(ref('Pagination'));
+    expect(schemas().SecurityEventPage?.properties.list.items).toEqual(ref('SecurityEvent'));
+    expect(schemas().SecurityEvent?.properties.type).toEqual(ref('SecurityEventType'));
+    expect(schemas().LoginResult?.properties.user).toEqual(ref('User'));
+    expect(schemas().RegistrationStatus?.properties.missing.items).toEqual(ref('RegistrationRequirement'));
+    const answers = {
+      'POST /api/v1/auth/send-otp-email': 'SendCodeResult',
+      'POST /api/v1/auth/verify-otp-email': 'LoginResult',
+      'POST /api/v1/auth/refresh-token': 'TokenPair',
+      'POST /api/v1/auth/revoke-token': 'RevokedSession',
+      'POST /api/v1/auth/logout': 'LogoutResult',
+      'DELETE /api/v1/auth/sessions/{id}': 'RevokedSession',
+      'GET /api/v1/users/me': 'User',
+      'PATCH /api/v1/users/me': 'User',
+      'GET /api/v1/users/me/registration': 'RegistrationStatus',
+      'GET /api/v1/users/me/security-events': 'SecurityEventPage',
+      'POST /api/v1/users/me/deletion': 'User',
+      'DELETE /api/v1/users/me/deletion': 'User',
+    };
+    for (const [route, name] of Object.entries(answers)) expect(data(route), route).toEqual(ref(name));
+    const bodies = {
+      'POST /api/v1/auth/send-otp-email': 'SendCodeBody',
+      'POST /api/v1/auth/verify-otp-email': 'VerifyCodeBody',
+      'POST /api/v1/auth/refresh-token': 'RefreshTokenBody',
+      'POST /api/v1/auth/revoke-token': 'RefreshTokenBody',
+      'PATCH /api/v1/users/me': 'UserPatch',
+    };
+    for (const [route, name] of Object.entries(bodies))
+      expect(media(operation(route).requestBody), route).toEqual(ref(name));
+    for (const [path, operations] of Object.entries<Json>(document.paths))
+      for (const [method, { responses }] of Object.entries<Json>(operations))
+        for (const [status, response] of Object.entries<Json>(responses))
+          if (Number(status) >= 400)
+            expect(media(response), `${method} ${path} ${status}`).toEqual(ref('ErrorEnvelope'));
+  });
+
+  it('resolves every $ref, with nothing beside it, and names nothing that is not used', () => {
+    const used = new Set<string>();
+    const visit = (value: unknown, where: string): void => {
+      if (typeof value !== 'object' || value === null) return;
+      const node = value as Json;
+      if ('$ref' in node) {
+        expect(Object.keys(node), where).toEqual(['$ref']);
+        // A JSON pointer into this document (RFC 6901), as every generator follows it.
+        const target = (node.$ref as string)
+          .replace(/^#\//, '')
+          .split('/')
+          .reduce<unknown>(
+            (at, token) => (at as Json | undefined)?.[token.replaceAll('~1', '/').replaceAll('~0', '~')],
+            document,
+          );
+        expect(target, `${where}: ${node.$ref}`).toEqual(expect.any(Object));
+        used.add(node.$ref as string);
+      }
+      for (const [key, child] of Object.entries(node)) visit(child, `${where}/${key}`);
+    };
+    visit(document, '#');
+    expect([...used].filter((target) => target.startsWith(SCHEMAS)).sort()).toEqual(
+      Object.keys(schemas()).map((name) => `${SCHEMAS}${name}`),
+    );
+  });
+
+  it('names no shape twice, and leaves no copy of a named shape inline', () => {
+    const named = Object.entries(schemas());
+    for (const [i, [name, schema]] of named.entries())
+      for (const [other, otherSchema] of named.slice(i + 1))
+        expect(isDeepStrictEqual(shape(schema), shape(otherSchema)), `${name} and ${other}`).toBe(false);
+    const inline: string[] = [];
+    const visit = (value: unknown, where: string): void => {
+      if (typeof value !== 'object' || value === null) return;
+      for (const [name, schema] of named)
+        if (isDeepStrictEqual(shape(value as Json), shape(schema))) inline.push(`${where} is ${name}`);
+      for (const [key, child] of Object.entries(value)) visit(child, `${where}/${key}`);
+    };
+    visit(document.paths, '#/paths');
+    expect(inline).toEqual([]);
+  });
+});
+
 describe('examples', () => {
   /** The examples of a request body or response in the document, wherever @fastify/swagger put them. */
   // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
@@ -239,7 +378,8 @@ describe('examples', () => {
           if (what === 'request' && content === undefined) continue;
           const examples = examplesOf(content);
           if (examples.length === 0) problems.push(`${method} ${path} ${what}: no example`);
-          const validate = ajv.compile(content?.schema ?? {});
+          // The named schemas beside it, where its `$ref`s point.
+          const validate = ajv.compile({ ...content?.schema, components: document.components });
           for (const example of examples)
             if (!validate(example))
               problems.push(`${method} ${path} ${what}: ${ajv.errorsText(validate.errors)}`);

@@ -1,5 +1,7 @@
-import swagger from '@fastify/swagger';
+import { isDeepStrictEqual } from 'node:util';
+import swagger, { type SwaggerTransformObject } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { type SchemaName, schemaName } from '@tessera/contracts';
 import type { FastifySchema } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -56,9 +58,95 @@ function successDescriptions(schema: FastifySchema): FastifySchema {
   return { ...schema, response: Object.fromEntries(described) };
 }
 
-function transform({ schema, url }: { schema: FastifySchema; url: string }) {
-  return { schema: schema && successDescriptions(optionalDefaults(schema)), url };
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// Where a named schema's name rides through @fastify/swagger's conversion; gone from the document.
+const NAME = 'x-tessera-schema-name';
+
+/**
+ * A copy of a route's schema in which every schema given a name (`named`, in @tessera/contracts) says
+ * it in a plain key: the name itself is a symbol, which the document's conversion would drop.
+ */
+function withNames(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withNames);
+  if (!isObject(value)) return value;
+  const copy = Object.fromEntries(Object.entries(value).map(([key, child]) => [key, withNames(child)]));
+  const name = schemaName(value);
+  return name ? { ...copy, [NAME]: name } : copy;
 }
+
+function transform({ schema, url }: { schema: FastifySchema; url: string }) {
+  return {
+    schema: schema && (withNames(successDescriptions(optionalDefaults(schema))) as FastifySchema),
+    url,
+  };
+}
+
+/**
+ * A named schema that is a whole request body or response and says what it means there (an error's
+ * meaning on that route) has had that description copied onto the body or response by
+ * @fastify/swagger: it stays there, not beside the `$ref` that takes the schema's place.
+ */
+function dropLiftedDescriptions(paths: Json): void {
+  for (const operations of Object.values(paths).filter(isObject))
+    for (const operation of Object.values(operations).filter(isObject)) {
+      const responses = isObject(operation.responses) ? Object.values(operation.responses) : [];
+      for (const holder of [operation.requestBody, ...responses].filter(isObject))
+        for (const media of Object.values(isObject(holder.content) ? holder.content : {}).filter(isObject)) {
+          const { schema } = media;
+          const mark = isObject(schema) ? (schema[NAME] as SchemaName | undefined) : undefined;
+          if (isObject(schema) && mark?.description && schema.description === holder.description)
+            delete schema.description;
+        }
+    }
+}
+
+/**
+ * `value` with every named schema replaced by a `$ref` to `components.schemas[name]`, which it is put
+ * in (inner ones first, so a named schema refers to those it holds). The component is described by
+ * its name's description, else by the schema's own; a place that says more keeps it beside the `$ref`.
+ * Two different schemas under one name are a mistake in the code, not for a client to guess about.
+ */
+function hoist(value: unknown, components: Record<string, Json>): unknown {
+  if (Array.isArray(value)) return value.map((item) => hoist(item, components));
+  if (!isObject(value)) return value;
+  const { [NAME]: mark, ...rest } = value;
+  const copy = Object.fromEntries(
+    Object.entries(rest).map(([key, child]) => [key, hoist(child, components)]),
+  );
+  if (!mark) return copy;
+  const { name, description } = mark as SchemaName;
+  // An example is of one answer or body, and the document shows it there, whole.
+  const { examples: _, description: own, ...schema } = copy;
+  const about = description ?? own;
+  const component = about === undefined ? schema : { description: about, ...schema };
+  const known = components[name];
+  if (known && !isDeepStrictEqual(known, component))
+    throw new Error(`Two different schemas are named ${name} in the OpenAPI document`);
+  components[name] = component;
+  const ref = { $ref: `#/components/schemas/${name}` };
+  return own === undefined || own === about ? ref : { ...ref, description: own };
+}
+
+/** The named schemas, as `components.schemas` (by name) that the operations refer to. */
+const namedSchemas: SwaggerTransformObject = (document) => {
+  if (!('openapiObject' in document)) return document.swaggerObject;
+  const { openapiObject } = document;
+  const paths = (openapiObject.paths ?? {}) as Json;
+  dropLiftedDescriptions(paths);
+  const components: Record<string, Json> = {};
+  const hoisted = hoist(paths, components) as typeof openapiObject.paths;
+  const sorted = Object.keys(components)
+    .sort()
+    .map((name) => [name, components[name]]);
+  return {
+    ...openapiObject,
+    paths: hoisted,
+    components: { ...openapiObject.components, schemas: Object.fromEntries(sorted) },
+  } as typeof openapiObject;
+};
 
 /**
  * The OpenAPI 3.1 document, built from the same schemas that validate and serialize the routes, at
@@ -68,6 +156,7 @@ export default fp<DocsOptions>(
   async function docs(app, { serve, version }) {
     await app.register(swagger, {
       transform,
+      transformObject: namedSchemas,
       openapi: {
         openapi: '3.1.0',
         info: {

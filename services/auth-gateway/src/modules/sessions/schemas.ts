@@ -1,31 +1,43 @@
-import { errorResponses as Errors, Paginated, PaginationQuery } from '@tessera/contracts';
+import { errorResponses as Errors, named, Paginated, PaginationQuery } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 import { RotatedTokenPair, TOKEN_PAIR_EXAMPLE } from '../tokens/schemas.ts';
 import type { EndedSession } from './end.ts';
 import type { SessionRow } from './sessions.repository.ts';
 
-const RefreshTokenBody = Type.Object(
-  { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
-  { examples: [{ refreshToken: TOKEN_PAIR_EXAMPLE.refreshToken }] },
+const RefreshTokenBody = named(
+  'RefreshTokenBody',
+  Type.Object(
+    { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
+    { examples: [{ refreshToken: TOKEN_PAIR_EXAMPLE.refreshToken }] },
+  ),
+  'A refresh token, to exchange for a new pair or to end its session',
 );
 const Nullable = Type.Union([Type.String(), Type.Null()]);
 const bearer = [{ bearerAuth: [] }];
 const tags = ['auth'];
 
-const Revoked = Type.Object(
-  { _id: Type.String(), revokedAt: Type.String({ format: 'date-time' }) },
-  { examples: [{ _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c', revokedAt: '2026-11-23T10:15:00.000Z' }] },
+const Revoked = named(
+  'RevokedSession',
+  Type.Object(
+    { _id: Type.String(), revokedAt: Type.String({ format: 'date-time' }) },
+    { examples: [{ _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c', revokedAt: '2026-11-23T10:15:00.000Z' }] },
+  ),
+  'A session that has just ended: its `_id` and when',
 );
 
-const Session = Type.Object({
-  _id: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-  lastUsedAt: Type.String({ format: 'date-time', description: 'Sign-in or last refresh' }),
-  expiresAt: Type.String({ format: 'date-time' }),
-  ipAddress: Nullable,
-  userAgent: Nullable,
-  current: Type.Boolean({ description: 'The session of the calling access token' }),
-});
+const Session = named(
+  'Session',
+  Type.Object({
+    _id: Type.String(),
+    createdAt: Type.String({ format: 'date-time' }),
+    lastUsedAt: Type.String({ format: 'date-time', description: 'Sign-in or last refresh' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+    ipAddress: Nullable,
+    userAgent: Nullable,
+    current: Type.Boolean({ description: 'The session of the calling access token' }),
+  }),
+  "One of the user's active sessions (a signed-in device)",
+);
 
 export const refreshTokenSchema = {
   operationId: 'refreshToken',
@@ -65,12 +77,16 @@ export const logoutSchema = {
   summary: 'End every session of the user',
   security: bearer,
   response: {
-    200: Type.Object(
-      { revokedSessions: Type.Integer({ description: 'How many active sessions were ended' }) },
-      {
-        description: 'Signed out everywhere: every active session of the user has ended',
-        examples: [{ revokedSessions: 3 }],
-      },
+    200: named(
+      'LogoutResult',
+      Type.Object(
+        { revokedSessions: Type.Integer({ description: 'How many active sessions were ended' }) },
+        {
+          description: 'Signed out everywhere: every active session of the user has ended',
+          examples: [{ revokedSessions: 3 }],
+        },
+      ),
+      'What signing out everywhere ended',
     ),
     ...Errors(401, 503),
   },
@@ -83,41 +99,45 @@ export const listSessionsSchema = {
   security: bearer,
   querystring: PaginationQuery,
   response: {
-    200: Paginated(Session, {
-      description: "A page of the user's active sessions",
-      examples: [
-        {
-          list: [
-            {
-              _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c',
-              createdAt: '2026-11-23T09:58:12.000Z',
-              lastUsedAt: '2026-11-23T10:13:40.000Z',
-              expiresAt: '2026-12-23T10:13:40.000Z',
-              ipAddress: '203.0.113.7',
-              userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15',
-              current: true,
+    200: named(
+      'SessionPage',
+      Paginated(Session, {
+        description: "A page of the user's active sessions",
+        examples: [
+          {
+            list: [
+              {
+                _id: '9e1c7b4a-3d2f-4a6e-8b1c-5f7d9e0a2b3c',
+                createdAt: '2026-11-23T09:58:12.000Z',
+                lastUsedAt: '2026-11-23T10:13:40.000Z',
+                expiresAt: '2026-12-23T10:13:40.000Z',
+                ipAddress: '203.0.113.7',
+                userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 19_1 like Mac OS X) AppleWebKit/605.1.15',
+                current: true,
+              },
+              {
+                _id: '4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d',
+                createdAt: '2026-11-20T14:01:45.000Z',
+                lastUsedAt: '2026-11-22T19:30:02.000Z',
+                expiresAt: '2026-12-22T19:30:02.000Z',
+                ipAddress: '198.51.100.24',
+                userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36',
+                current: false,
+              },
+            ],
+            pagination: {
+              currentPage: 1,
+              totalPages: 1,
+              totalItems: 2,
+              itemsPerPage: 10,
+              hasNextPage: false,
+              hasPrevPage: false,
             },
-            {
-              _id: '4b8f2d6e-1a3c-4e5f-9d7b-0c2e4a6f8b1d',
-              createdAt: '2026-11-20T14:01:45.000Z',
-              lastUsedAt: '2026-11-22T19:30:02.000Z',
-              expiresAt: '2026-12-22T19:30:02.000Z',
-              ipAddress: '198.51.100.24',
-              userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/142.0.0.0 Safari/537.36',
-              current: false,
-            },
-          ],
-          pagination: {
-            currentPage: 1,
-            totalPages: 1,
-            totalItems: 2,
-            itemsPerPage: 10,
-            hasNextPage: false,
-            hasPrevPage: false,
           },
-        },
-      ],
-    }),
+        ],
+      }),
+      "A page of the user's active sessions",
+    ),
     ...Errors(400, 401, 503),
   },
 };

@@ -1,4 +1,4 @@
-import { errorResponses } from '@tessera/contracts';
+import { errorResponses, named } from '@tessera/contracts';
 import { Type } from 'typebox';
 import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
 import { USER_EXAMPLE, User } from '../users/user.ts';
@@ -21,19 +21,27 @@ export const sendOtpEmailSchema = {
   description: 'Answers once the email is queued, not once it is delivered. No access token.',
   tags,
   security: [],
-  body: Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
+  body: named(
+    'SendCodeBody',
+    Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
+    'The email address to send a sign-in code to',
+  ),
   response: {
-    200: Type.Object(
-      {
-        email: Type.String({ description: 'The normalized address' }),
-        expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
-        resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
-        code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
-      },
-      {
-        description: 'The code is on its way: its email is queued',
-        examples: [{ email: 'alice@example.com', expiresIn: 300, resendIn: 60 }],
-      },
+    200: named(
+      'SendCodeResult',
+      Type.Object(
+        {
+          email: Type.String({ description: 'The normalized address' }),
+          expiresIn: Type.Integer({ description: 'Seconds until the code expires' }),
+          resendIn: Type.Integer({ description: 'Seconds until another code may be requested' }),
+          code: Type.Optional(Type.String({ description: 'Development and test environments only' })),
+        },
+        {
+          description: 'The code is on its way: its email is queued',
+          examples: [{ email: 'alice@example.com', expiresIn: 300, resendIn: 60 }],
+        },
+      ),
+      'A sign-in code is on its way: where to, how long it lasts, when another may be requested',
     ),
     ...errorResponses(
       400,
@@ -54,32 +62,40 @@ export const verifyOtpEmailSchema = {
     'No access token.',
   tags,
   security: [],
-  body: Type.Object(
-    {
-      email: Email,
-      code: Type.String({ pattern: '^[0-9]{4}$', description: '4 digits' }),
-      signupSource: SignupTag(
-        'Where a new account came from; stored only when this sign-in creates the user',
-      ),
-      signupCampaign: SignupTag(
-        'The campaign that brought a new account; stored only when this sign-in creates it',
-      ),
-    },
-    { examples: [{ email: 'alice@example.com', code: '0421' }] },
+  body: named(
+    'VerifyCodeBody',
+    Type.Object(
+      {
+        email: Email,
+        code: Type.String({ pattern: '^[0-9]{4}$', description: '4 digits' }),
+        signupSource: SignupTag(
+          'Where a new account came from; stored only when this sign-in creates the user',
+        ),
+        signupCampaign: SignupTag(
+          'The campaign that brought a new account; stored only when this sign-in creates it',
+        ),
+      },
+      { examples: [{ email: 'alice@example.com', code: '0421' }] },
+    ),
+    'The emailed code, and where a new account came from',
   ),
   response: {
-    200: Type.Object(
-      {
-        ...TokenPair.properties,
-        user: User,
-        isRegistrationComplete: Type.Boolean({
-          description: 'Whether the client must show the registration/consent flow now',
-        }),
-      },
-      {
-        description: 'Signed in: the token pair, the user and whether registration is complete now',
-        examples: [{ ...TOKEN_PAIR_EXAMPLE, user: USER_EXAMPLE, isRegistrationComplete: true }],
-      },
+    200: named(
+      'LoginResult',
+      Type.Object(
+        {
+          ...TokenPair.properties,
+          user: User,
+          isRegistrationComplete: Type.Boolean({
+            description: 'Whether the client must show the registration/consent flow now',
+          }),
+        },
+        {
+          description: 'Signed in: the token pair, the user and whether registration is complete now',
+          examples: [{ ...TOKEN_PAIR_EXAMPLE, user: USER_EXAMPLE, isRegistrationComplete: true }],
+        },
+      ),
+      'A successful sign-in: the token pair, the User, and whether the client must show the registration flow now',
     ),
     ...errorResponses(
       [400, 'the body breaks a rule, or the code is wrong (detail "Invalid code")'],

@@ -1,3 +1,4 @@
+import { named } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
 
 /** What sign-in hands a client (default lifetimes, issuer and audience): the access token and a refresh token. */
@@ -24,8 +25,18 @@ const tokenPairProperties = {
   expiresIn: Type.Integer({ description: 'Seconds until the access token expires' }),
   refreshExpiresIn: Type.Integer({ description: 'Seconds until the refresh token expires' }),
 };
-export const TokenPair = Type.Object(tokenPairProperties, { examples: [TOKEN_PAIR_EXAMPLE] });
-export const RotatedTokenPair = Type.Object(tokenPairProperties, { examples: [ROTATED_PAIR_EXAMPLE] });
+const TOKEN_PAIR = 'An access token and a refresh token, with their lifetimes in seconds';
+// One shape under one name: the two differ only in the example the document shows.
+export const TokenPair = named(
+  'TokenPair',
+  Type.Object(tokenPairProperties, { examples: [TOKEN_PAIR_EXAMPLE] }),
+  TOKEN_PAIR,
+);
+export const RotatedTokenPair = named(
+  'TokenPair',
+  Type.Object(tokenPairProperties, { examples: [ROTATED_PAIR_EXAMPLE] }),
+  TOKEN_PAIR,
+);
 export type TokenPair = Static<typeof TokenPair>;
 
 const Jwk = Type.Object({

@@ -1,4 +1,4 @@
-import { errorResponses } from '@tessera/contracts';
+import { errorResponses, named } from '@tessera/contracts';
 import { Type } from 'typebox';
 import { UserPatch } from './profile.ts';
 import { userAnswer } from './user.ts';
@@ -15,7 +15,7 @@ const ENTRIES_TRIMMED = "Each entry's surrounding blanks are trimmed before it i
  * that takes one says so beside its pattern and lengths, which apply to the trimmed value (the
  * patterns stay those of the stored form). The route does not validate with it: planProfileUpdate does.
  */
-const DocumentedUserPatch: typeof UserPatch = {
+const DocumentedUserPatch: typeof UserPatch = named('UserPatch', {
   ...UserPatch,
   properties: Object.fromEntries(
     Object.entries(UserPatch.properties).map(([name, field]) => {
@@ -25,7 +25,7 @@ const DocumentedUserPatch: typeof UserPatch = {
       return [name, { ...field, description: description ? `${description} ${note}` : note }];
     }),
   ) as typeof UserPatch.properties,
-};
+});
 
 export const getMeSchema = {
   operationId: 'getMe',
@@ -57,7 +57,11 @@ export const patchMeSchema = {
   },
 };
 
-const Requirement = Type.Enum(['name', 'surname', 'username', 'privacyPolicy', 'termsOfUse']);
+const Requirement = named(
+  'RegistrationRequirement',
+  Type.Enum(['name', 'surname', 'username', 'privacyPolicy', 'termsOfUse']),
+  'Something the user must still give or accept before the registration is complete',
+);
 
 export const registrationSchema = {
   operationId: 'getRegistration',
@@ -65,36 +69,44 @@ export const registrationSchema = {
   tags,
   security: bearer,
   response: {
-    200: Type.Object(
-      {
-        isRegistrationComplete: Type.Boolean({
-          description: 'Every requirement met against the current versions',
-        }),
-        missing: Type.Array(Requirement, {
-          description: 'In this order: name, surname, username, privacyPolicy, termsOfUse',
-        }),
-        policies: Type.Object({
-          privacyPolicyVersion: Type.String(),
-          termsOfUseVersion: Type.String(),
-          consentFormVersion: Type.Union([Type.String(), Type.Null()], {
-            description: 'null: no consent form is in use',
+    200: named(
+      'RegistrationStatus',
+      Type.Object(
+        {
+          isRegistrationComplete: Type.Boolean({
+            description: 'Every requirement met against the current versions',
           }),
-        }),
-      },
-      {
-        description: 'What registration still needs, and the policy versions in force',
-        examples: [
-          {
-            isRegistrationComplete: false,
-            missing: ['username', 'termsOfUse'],
-            policies: {
-              privacyPolicyVersion: '1.0.0',
-              termsOfUseVersion: '1.1.0',
-              consentFormVersion: '1.0.0',
+          missing: Type.Array(Requirement, {
+            description: 'In this order: name, surname, username, privacyPolicy, termsOfUse',
+          }),
+          policies: named(
+            'CurrentPolicies',
+            Type.Object({
+              privacyPolicyVersion: Type.String(),
+              termsOfUseVersion: Type.String(),
+              consentFormVersion: Type.Union([Type.String(), Type.Null()], {
+                description: 'null: no consent form is in use',
+              }),
+            }),
+            'The versions of the policies in force, the ones a user accepts',
+          ),
+        },
+        {
+          description: 'What registration still needs, and the policy versions in force',
+          examples: [
+            {
+              isRegistrationComplete: false,
+              missing: ['username', 'termsOfUse'],
+              policies: {
+                privacyPolicyVersion: '1.0.0',
+                termsOfUseVersion: '1.1.0',
+                consentFormVersion: '1.0.0',
+              },
             },
-          },
-        ],
-      },
+          ],
+        },
+      ),
+      'What the client must still show before the registration is complete, and the policy versions in force',
     ),
     ...errorResponses(401, 503),
   },

@@ -1,3 +1,4 @@
+import { named } from '@tessera/contracts';
 import type { Selectable } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { UsersTable } from '../../database.ts';
@@ -6,54 +7,60 @@ const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 const Text = Nullable(Type.String());
 const Time = Nullable(Type.String({ format: 'date-time' }));
 
+const USER = "The account's profile: every field of the specification, plus `_id`, `createdAt`, `updatedAt`";
+
 /** The User of the specification: all 40 fields by their names, plus `_id`, `createdAt`, `updatedAt`. */
-export const User = Type.Object(
-  {
-    _id: Type.String({ format: 'uuid' }),
-    name: Text,
-    surname: Text,
-    username: Text,
-    countryCode: Text,
-    phoneNumber: Text,
-    signupSource: Text,
-    signupCampaign: Text,
-    profilePhoto: Text,
-    availabilityStatus: Text,
-    birthDate: Time,
-    gender: Text,
-    interests: Type.Array(Type.String()),
-    expertise: Text,
-    email: Type.String(),
-    bio: Text,
-    instagram: Text,
-    x: Text,
-    tiktok: Text,
-    snapchat: Text,
-    facebook: Text,
-    privacyPolicyAccepted: Type.Boolean(),
-    privacyPolicyVersion: Text,
-    termsOfUseAccepted: Type.Boolean(),
-    termsOfUseVersion: Text,
-    consentFormAccepted: Type.Boolean(),
-    consentFormVersion: Text,
-    isRegistrationComplete: Type.Boolean(),
-    roles: Type.Array(Type.String()),
-    followersCount: Type.Integer(),
-    followingCount: Type.Integer(),
-    minutePriceInLiveStream: Type.Number(),
-    creditBalance: Type.Number(),
-    lastLogin: Time,
-    timezone: Text,
-    lastUsernameChangeDate: Time,
-    accountDeletionStatus: Text,
-    accountDeletionRequestedAt: Time,
-    accountDeletionScheduledFor: Time,
-    accountDeletionCancelledAt: Time,
-    accountDeletionFinalizedAt: Time,
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
-  },
-  { additionalProperties: false },
+export const User = named(
+  'User',
+  Type.Object(
+    {
+      _id: Type.String({ format: 'uuid' }),
+      name: Text,
+      surname: Text,
+      username: Text,
+      countryCode: Text,
+      phoneNumber: Text,
+      signupSource: Text,
+      signupCampaign: Text,
+      profilePhoto: Text,
+      availabilityStatus: Text,
+      birthDate: Time,
+      gender: Text,
+      interests: Type.Array(Type.String()),
+      expertise: Text,
+      email: Type.String(),
+      bio: Text,
+      instagram: Text,
+      x: Text,
+      tiktok: Text,
+      snapchat: Text,
+      facebook: Text,
+      privacyPolicyAccepted: Type.Boolean(),
+      privacyPolicyVersion: Text,
+      termsOfUseAccepted: Type.Boolean(),
+      termsOfUseVersion: Text,
+      consentFormAccepted: Type.Boolean(),
+      consentFormVersion: Text,
+      isRegistrationComplete: Type.Boolean(),
+      roles: Type.Array(Type.String()),
+      followersCount: Type.Integer(),
+      followingCount: Type.Integer(),
+      minutePriceInLiveStream: Type.Number(),
+      creditBalance: Type.Number(),
+      lastLogin: Time,
+      timezone: Text,
+      lastUsernameChangeDate: Time,
+      accountDeletionStatus: Text,
+      accountDeletionRequestedAt: Time,
+      accountDeletionScheduledFor: Time,
+      accountDeletionCancelledAt: Time,
+      accountDeletionFinalizedAt: Time,
+      createdAt: Type.String({ format: 'date-time' }),
+      updatedAt: Type.String({ format: 'date-time' }),
+    },
+    { additionalProperties: false },
+  ),
+  USER,
 );
 export type User = Static<typeof User>;
 
@@ -106,7 +113,14 @@ export const USER_EXAMPLE: User = {
 
 /** `User` for the answers that are a User, with the example (changed by `changes`) shown for them. */
 export const userAnswer = (changes: Partial<User> = {}) =>
-  Type.Object(User.properties, { additionalProperties: false, examples: [{ ...USER_EXAMPLE, ...changes }] });
+  named(
+    'User',
+    Type.Object(User.properties, {
+      additionalProperties: false,
+      examples: [{ ...USER_EXAMPLE, ...changes }],
+    }),
+    USER,
+  );
 
 export type UserRow = Selectable<UsersTable>;
 
