@@ -131,13 +131,15 @@ let people = 0;
 const newEmail = (name: string) => `${name}.${++people}.${Date.now()}@example.com`;
 
 const codeEmailsTo = (email: string) =>
-  sink.messages.filter((mail) => mail.to.includes(email) && /is your sign-in code$/.test(mail.subject));
+  sink.messages.filter(
+    (mail) => mail.to.includes(email) && /is your Tessera sign-in code$/.test(mail.subject),
+  );
 
 /** The code of the `index`-th code email to `email` (0 is the first), as the person reads it. */
 async function codeFromEmail(email: string, index: number): Promise<string> {
   await sink.waitFor(() => codeEmailsTo(email).length > index);
   const subject = codeEmailsTo(email)[index]?.subject ?? '';
-  const code = /^(\d{4}) is your sign-in code$/.exec(subject)?.[1];
+  const code = /^(\d{4}) is your Tessera sign-in code$/.exec(subject)?.[1];
   if (!code) throw new Error(`no code in "${subject}"`);
   return code;
 }

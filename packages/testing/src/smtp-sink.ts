@@ -8,6 +8,8 @@ export interface ReceivedMail {
   subject: string;
   text: string;
   html: string;
+  /** Each header's last value, by its name in lower case. */
+  headers: Record<string, string>;
 }
 
 export interface SmtpSink {
@@ -77,6 +79,7 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
               subject: mail.subject ?? '',
               text: mail.text ?? '',
               html: mail.html ?? '',
+              headers: Object.fromEntries(mail.headers.map(({ key, value }) => [key, value])),
             });
             for (const wake of waiters) wake();
             callback();

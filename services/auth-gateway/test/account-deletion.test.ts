@@ -726,7 +726,7 @@ describe('emails', () => {
 
   it('queues one job per transition, under an id of its own that a repeated enqueue reuses', async () => {
     const jules = await signIn(app, 'jules@example.com');
-    await mailTo('jules@example.com', `${jules.code} is your sign-in code`);
+    await mailTo('jules@example.com', `${jules.code} is your Tessera sign-in code`);
     await mailWorker.worker.pause();
     const requestedAt = clock.now();
     try {

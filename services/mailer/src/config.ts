@@ -39,7 +39,8 @@ export const MailerConfigSchema = Type.Object({
       'MAIL_FROM',
       Type.String({
         default: 'Tessera <no-reply@tessera.localhost>',
-        description: 'Sender. Required in production.',
+        description:
+          'Sender. Its display name (or, without one, its domain) names the product in the emails: `7531 is your Acme sign-in code`. Required in production.',
       }),
     ),
     outboxDir: variable(

@@ -1,8 +1,8 @@
+import { parseMailJobKeys } from '@tessera/contracts';
 import { describe, expect, it } from 'vitest';
 import {
   composeDeletionCancelledEmail,
   composeDeletionScheduledEmail,
-  formatDate,
   sendDeletionScheduled,
 } from './deletion-email.job.ts';
 import type { Email } from './mime.ts';
@@ -10,19 +10,15 @@ import type { MailTransport } from './transport.ts';
 
 const SCHEDULED_FOR = '2026-12-22T09:05:00.000Z';
 
-describe('formatDate', () => {
-  it('writes the moment in UTC, day month year and 24-hour time', () => {
-    expect(formatDate(SCHEDULED_FOR)).toBe('22 December 2026 at 09:05 UTC');
-    expect(formatDate('2027-01-01T23:59:59.999Z')).toBe('1 January 2027 at 23:59 UTC');
-  });
-});
-
 describe('composeDeletionScheduledEmail', () => {
-  const email = composeDeletionScheduledEmail({ to: 'alice@example.com', scheduledFor: SCHEDULED_FOR });
+  const email = composeDeletionScheduledEmail(
+    { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR },
+    'Acme',
+  );
 
   it('tells the date, in the subject and both bodies, addressed to the account', () => {
     expect(email.to).toBe('alice@example.com');
-    expect(email.subject).toBe('Your Tessera account will be deleted on 22 December 2026 at 09:05 UTC');
+    expect(email.subject).toBe('Your Acme account will be deleted on 22 December 2026 at 09:05 UTC');
     expect(email.text).toContain('scheduled for deletion on 22 December 2026 at 09:05 UTC.');
     expect(email.html).toContain('scheduled for deletion on 22 December 2026 at 09:05 UTC.');
   });
@@ -33,22 +29,24 @@ describe('composeDeletionScheduledEmail', () => {
   });
 
   it('holds no other number than those of the date (no code, no token)', () => {
-    for (const body of [email.subject, email.text, email.html.replaceAll(/style="[^"]*"/g, '')])
+    const html = email.html.replace(/<head>.*<\/head>/, '').replaceAll(/style="[^"]*"/g, '');
+    for (const body of [email.subject, email.text, html])
       expect(new Set(body.match(/\d+/g))).toEqual(new Set(['22', '2026', '09', '05']));
   });
 });
 
 describe('composeDeletionCancelledEmail', () => {
   it('confirms the cancellation and when it happened', () => {
-    const email = composeDeletionCancelledEmail({
-      to: 'alice@example.com',
-      cancelledAt: '2026-11-30T18:30:00.000Z',
-    });
-    expect(email.to).toBe('alice@example.com');
-    expect(email.subject).toBe('Your Tessera account will not be deleted');
-    expect(email.text).toContain(
-      'The deletion of your Tessera account was cancelled on 30 November 2026 at 18:30 UTC.',
+    const email = composeDeletionCancelledEmail(
+      { to: 'alice@example.com', cancelledAt: '2026-11-30T18:30:00.000Z' },
+      'Smith & Sons',
     );
+    expect(email.to).toBe('alice@example.com');
+    expect(email.subject).toBe('Your Smith & Sons account will not be deleted');
+    expect(email.text).toContain(
+      'The deletion of your Smith & Sons account was cancelled on 30 November 2026 at 18:30 UTC.',
+    );
+    expect(email.html).toContain('The deletion of your Smith &amp; Sons account');
     expect(email.text).toContain('Your account stays as it is');
     expect(email.html).toContain('cancelled on 30 November 2026 at 18:30 UTC.');
   });
@@ -67,12 +65,11 @@ describe('sendDeletionScheduled', () => {
 
   it('sends before the date and skips once it has passed (the account is gone by then)', async () => {
     const data = { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR };
-    expect(await sendDeletionScheduled(data, transport, new Date('2026-11-22T09:05:00.000Z'))).toEqual({
+    const at = (now: string) => ({ now: new Date(now), keys: parseMailJobKeys(), product: 'Tessera' });
+    expect(await sendDeletionScheduled(data, transport, at('2026-11-22T09:05:00.000Z'))).toEqual({
       sent: true,
     });
-    expect(await sendDeletionScheduled(data, transport, new Date(SCHEDULED_FOR))).toEqual({
-      skipped: 'expired',
-    });
+    expect(await sendDeletionScheduled(data, transport, at(SCHEDULED_FOR))).toEqual({ skipped: 'expired' });
     expect(sent).toHaveLength(1);
   });
 });

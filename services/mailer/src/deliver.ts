@@ -1,3 +1,4 @@
+import type { MailJobKeys } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
 import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
@@ -7,6 +8,15 @@ import type { MailTransport } from './transport.ts';
  * because SMTP had already accepted it, in a run that ended before the job completed.
  */
 export type EmailResult = { sent: true } | { skipped: 'expired' | 'delivered' };
+
+/** What a job's email is written and sent with, besides the job's data. */
+export interface SendContext {
+  now: Date;
+  /** MAIL_JOB_KEY's keys, which open a code job's sealed code. */
+  keys: MailJobKeys;
+  /** Whom the emails speak for (`senderName` of MAIL_FROM). */
+  product: string;
+}
 
 // The SMTP commands whose refusal is about this message: its recipient, or its content.
 const OF_THE_MESSAGE = new Set(['RCPT TO', 'DATA']);

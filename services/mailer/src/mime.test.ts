@@ -1,7 +1,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { describe, expect, it } from 'vitest';
 import { composeDeletionCancelledEmail, composeDeletionScheduledEmail } from './deletion-email.job.ts';
-import { createMimeBuilder, type Email, type Fixed } from './mime.ts';
+import { AUTOMATED, createMimeBuilder, type Email, type Fixed } from './mime.ts';
 import { composeOtpEmail } from './send-otp.job.ts';
 
 const FIXED: Fixed = {
@@ -15,7 +15,7 @@ const FIXED: Fixed = {
  * over SMTP: its SMTP connection turns a bare LF into CRLF.
  */
 async function nodemailerMessage(from: string, email: Email) {
-  const node = new MailComposer({ from, ...email, ...FIXED }).compile();
+  const node = new MailComposer({ from, ...email, headers: AUTOMATED, ...FIXED }).compile();
   const raw = (await node.build()).toString('latin1').replace(/\r?\n/g, '\r\n');
   return { envelope: node.getEnvelope(), raw };
 }
@@ -26,15 +26,28 @@ const inSeconds = (seconds: number) => new Date(now.getTime() + seconds * 1000).
 const EMAILS: Email[] = [
   ...['0000', '4826', '9999', '123456'].flatMap((code) =>
     [10, 60, 299, 300, 600, 3600].map((seconds) =>
-      composeOtpEmail({ to: 'alice@example.com', code, expiresAt: inSeconds(seconds) }, now),
+      composeOtpEmail({ to: 'alice@example.com', code, expiresAt: inSeconds(seconds) }, now, 'Tessera'),
     ),
   ),
-  composeOtpEmail({ to: 'first.last+tag@mail.example.co.uk', code: '4826', expiresAt: inSeconds(300) }, now),
-  composeOtpEmail({ to: `${'x'.repeat(60)}@example.com`, code: '4826', expiresAt: inSeconds(300) }, now),
-  composeOtpEmail({ to: 'zoë@example.com', code: '4826', expiresAt: inSeconds(300) }, now),
-  composeOtpEmail({ to: 'bob@exämple.com', code: '4826', expiresAt: inSeconds(300) }, now),
-  composeDeletionScheduledEmail({ to: 'carol@example.com', scheduledFor: '2026-12-22T10:00:00.000Z' }),
-  composeDeletionCancelledEmail({ to: 'dave@example.com', cancelledAt: '2026-12-01T08:05:00.000Z' }),
+  composeOtpEmail(
+    { to: 'first.last+tag@mail.example.co.uk', code: '4826', expiresAt: inSeconds(300) },
+    now,
+    'Tessera',
+  ),
+  composeOtpEmail(
+    { to: `${'x'.repeat(60)}@example.com`, code: '4826', expiresAt: inSeconds(300) },
+    now,
+    'Tessera',
+  ),
+  composeOtpEmail({ to: 'zoë@example.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
+  composeOtpEmail({ to: 'bob@exämple.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
+  composeDeletionScheduledEmail(
+    { to: 'carol@example.com', scheduledFor: '2026-12-22T10:00:00.000Z' },
+    'Tessera',
+  ),
+  composeDeletionCancelledEmail({ to: 'dave@example.com', cancelledAt: '2026-12-01T08:05:00.000Z' }, 'Acme'),
+  composeOtpEmail({ to: 'erin@example.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Smith & Sons'),
+  composeOtpEmail({ to: 'erin@example.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Zoë'),
   { to: 'erin@example.com', subject: 'Say "hi" =?x?= ', text: 'trailing space \n', html: 'é' },
   { to: 'erin@example.com', subject: 'Tab\tand  two spaces', text: `${'a '.repeat(60)}end\n.dot`, html: '.' },
   {
@@ -69,7 +82,11 @@ describe('createMimeBuilder', () => {
 
   it('makes a new Message-ID, date and boundary for each message, in nodemailer’s forms', async () => {
     const build = createMimeBuilder('Tessera <no-reply@tessera.test>');
-    const email = composeOtpEmail({ to: 'alice@example.com', code: '4826', expiresAt: inSeconds(300) }, now);
+    const email = composeOtpEmail(
+      { to: 'alice@example.com', code: '4826', expiresAt: inSeconds(300) },
+      now,
+      'Tessera',
+    );
     const [a, b] = [await build(email), await build(email)];
     expect(a.messageId).toMatch(
       /^<[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}@tessera\.test>$/,
@@ -79,5 +96,12 @@ describe('createMimeBuilder', () => {
     expect(raw).toContain(`Message-ID: ${a.messageId}\r\n`);
     expect(raw).toMatch(/\r\nDate: \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} \+0000\r\n/);
     expect(raw).toMatch(/boundary="--_NmP-[0-9a-f]{16}-Part_1"/);
+  });
+
+  it('marks every message as automated, so that out-of-office replies leave it unanswered', async () => {
+    for (const from of ['Tessera <no-reply@tessera.test>', 'Téssera <no-reply@tessera.test>']) {
+      const raw = (await createMimeBuilder(from)(EMAILS[0] as Email)).raw.toString();
+      expect(raw).toMatch(/^Auto-Submitted: auto-generated\r\nX-Auto-Response-Suppress: All\r\n/);
+    }
   });
 });

@@ -17,6 +17,19 @@ export interface RawMessage {
   raw: Buffer;
 }
 
+/**
+ * Every email Tessera sends is automated (RFC 3834): out-of-office replies and autoresponders, Exchange's
+ * included, leave it unanswered.
+ */
+export const AUTOMATED: Record<string, string> = {
+  'Auto-Submitted': 'auto-generated',
+  'X-Auto-Response-Suppress': 'All',
+};
+// nodemailer writes its `headers` first, before From.
+const AUTOMATED_LINES = Object.entries(AUTOMATED)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
+
 /** Options that make nodemailer's output reproducible: the random and time-dependent parts. */
 export interface Fixed {
   messageId?: string;
@@ -57,7 +70,7 @@ function part(contentType: string, body: string): string {
  */
 export function createMimeBuilder(from: string, fixed: () => Fixed = () => ({})) {
   const viaNodemailer = async (email: Email): Promise<RawMessage> => {
-    const node = new MailComposer({ from, ...email, ...fixed() }).compile();
+    const node = new MailComposer({ from, ...email, headers: AUTOMATED, ...fixed() }).compile();
     const envelope = node.getEnvelope() as { from: string | false; to: string[] };
     const raw = await node.build();
     return { envelope: { from: envelope.from || '', to: envelope.to }, messageId: node.messageId(), raw };
@@ -99,7 +112,7 @@ export function createMimeBuilder(from: string, fixed: () => Fixed = () => ({}))
     const date = (given.date ?? new Date()).toUTCString().replace(/GMT/, '+0000');
     const boundary = `--_NmP-${given.baseBoundary ?? randomBytes(8).toString('hex')}-Part_1`;
     const raw =
-      `${fromHeader}\r\nTo: ${to}\r\nSubject: ${subject}\r\nMessage-ID: ${messageId}\r\nDate: ${date}\r\n` +
+      `${AUTOMATED_LINES}${fromHeader}\r\nTo: ${to}\r\nSubject: ${subject}\r\nMessage-ID: ${messageId}\r\nDate: ${date}\r\n` +
       `MIME-Version: 1.0\r\nContent-Type: multipart/alternative;\r\n boundary="${boundary}"\r\n\r\n` +
       `--${boundary}\r\n${part('text/plain', text)}\r\n` +
       `--${boundary}\r\n${part('text/html', html)}\r\n` +

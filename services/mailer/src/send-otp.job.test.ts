@@ -5,21 +5,41 @@ const now = new Date('2026-03-01T12:00:00.000Z');
 const expiringIn = (seconds: number) => new Date(now.getTime() + seconds * 1000).toISOString();
 
 describe('composeOtpEmail', () => {
-  it('puts the code in the subject and in both bodies, addressed to the recipient', () => {
-    const email = composeOtpEmail({ to: 'alice@example.com', code: '4826', expiresAt: expiringIn(300) }, now);
+  it('puts the code first in the subject and in both bodies, with the product it signs in to', () => {
+    const email = composeOtpEmail(
+      { to: 'alice@example.com', code: '4826', expiresAt: expiringIn(300) },
+      now,
+      'Acme',
+    );
     expect(email.to).toBe('alice@example.com');
-    expect(email.subject).toBe('4826 is your sign-in code');
-    expect(email.text).toContain('Your sign-in code is 4826');
+    expect(email.subject).toBe('4826 is your Acme sign-in code');
+    expect(email.text).toMatch(/^Your Acme sign-in code is 4826\n/);
     expect(email.html).toMatch(/<p[^>]*>4826<\/p>/);
+    for (const body of [email.text, email.html])
+      expect(body).toContain('nobody from Acme will ever ask you for it');
   });
 
-  it('tells how long the code stays valid, in whole minutes', () => {
+  it('tells how long the code stays valid, in whole minutes never rounded up, and until when', () => {
     const validity = (seconds: number) =>
-      composeOtpEmail({ to: 'a@example.com', code: '4826', expiresAt: expiringIn(seconds) }, now).text;
-    expect(validity(300)).toContain('It expires in 5 minutes.');
-    expect(validity(299)).toContain('It expires in 5 minutes.');
-    expect(validity(60)).toContain('It expires in 1 minute.');
+      composeOtpEmail({ to: 'a@example.com', code: '4826', expiresAt: expiringIn(seconds) }, now, 'Acme')
+        .text;
+    expect(validity(300)).toContain('It expires in 5 minutes, at 12:05 UTC.');
+    // A few seconds in the queue do not make a fresh code's 5 minutes 4.
+    expect(validity(296)).toContain('It expires in 5 minutes, at 12:04 UTC.');
+    expect(validity(290)).toContain('It expires in 4 minutes, at 12:04 UTC.');
+    expect(validity(150)).toContain('It expires in 2 minutes, at 12:02 UTC.');
+    expect(validity(60)).toContain('It expires in 1 minute, at 12:01 UTC.');
     // Never "0 minutes" for a code that still works.
-    expect(validity(10)).toContain('It expires in 1 minute.');
+    expect(validity(30)).toContain('It expires in less than a minute, at 12:00 UTC.');
+  });
+
+  it('writes a sender name that means something in HTML as text', () => {
+    const email = composeOtpEmail(
+      { to: 'a@example.com', code: '4826', expiresAt: expiringIn(300) },
+      now,
+      'Smith & <Sons>',
+    );
+    expect(email.html).toContain('Your Smith &amp; &lt;Sons&gt; sign-in code is');
+    expect(email.html).not.toContain('<Sons>');
   });
 });

@@ -1,6 +1,7 @@
 import { type MailJobKeys, openCode, type SendOtpJobData, UnknownMailJobKeyError } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
-import { deliver } from './deliver.ts';
+import { escapeHtml, formatTime, htmlEmail } from './compose.ts';
+import { deliver, type SendContext } from './deliver.ts';
 import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
 
@@ -11,21 +12,38 @@ export interface OtpEmail {
   expiresAt: string;
 }
 
-/** The code email: the code in the subject and in both bodies. */
-export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date): Email {
-  const minutes = Math.max(1, Math.round((Date.parse(expiresAt) - now.getTime()) / 60_000));
-  const validity = `It expires in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
-  const ignore = 'If you did not ask to sign in, you can ignore this email.';
+/**
+ * The code email: the code first in the subject and in both bodies, the product it signs in to (a code
+ * is only safe typed into that product), and when it expires. `product` names the sender (`senderName`).
+ */
+export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, product: string): Email {
+  const subject = `${code} is your ${product} sign-in code`;
+  const validity = expiry(expiresAt, now);
+  const warnings = [
+    `Do not share it: nobody from ${product} will ever ask you for it.`,
+    'If you did not ask to sign in, you can ignore this email.',
+  ];
   return {
     to,
-    subject: `${code} is your sign-in code`,
-    text: `Your sign-in code is ${code}\n\n${validity}\n${ignore}\n`,
-    html: `<!doctype html><html><body style="font-family:sans-serif">
-<p>Your sign-in code is</p>
+    subject,
+    text: `Your ${product} sign-in code is ${code}\n\n${validity}\n${warnings.join('\n')}\n`,
+    html: htmlEmail(
+      subject,
+      `<p>Your ${escapeHtml(product)} sign-in code is</p>
 <p style="font-size:32px;font-weight:bold;letter-spacing:8px">${code}</p>
-<p>${validity}</p><p style="color:#666">${ignore}</p>
-</body></html>`,
+<p>${validity}</p><p style="color:#666">${warnings.map(escapeHtml).join('<br>')}</p>`,
+    ),
   };
+}
+
+/**
+ * "It expires in 4 minutes, at 12:21 UTC.": whole minutes left, not rounded up (a few seconds of queueing
+ * forgiven, so a fresh 5-minute code says 5), and the time itself for an email that arrives late.
+ */
+function expiry(expiresAt: string, now: Date): string {
+  const minutes = Math.floor((Date.parse(expiresAt) - now.getTime() + 5_000) / 60_000);
+  const left = minutes < 1 ? 'less than a minute' : `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  return `It expires in ${left}, at ${formatTime(expiresAt)}.`;
 }
 
 /** The code of a job; a seal that does not open with a known key will never open, so it is not retried. */
@@ -46,10 +64,9 @@ function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
 export async function sendOtp(
   data: SendOtpJobData,
   transport: MailTransport,
-  now: Date,
-  keys: MailJobKeys,
+  { now, keys, product }: SendContext,
 ): Promise<{ sent: true }> {
   const code = opened(data, keys);
-  await deliver(transport, composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now));
+  await deliver(transport, composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now, product));
   return { sent: true };
 }

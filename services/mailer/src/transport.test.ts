@@ -31,6 +31,22 @@ it('writes development mail to the outbox, also for an address that holds a slas
   expect(await readFile(path.join(dir, file ?? ''), 'utf8')).toContain('To: a/b@example.com');
 });
 
+it('writes development mail to the outbox for the longest address too', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-outbox-'));
+  outboxes.push(dir);
+  const transport = createTransport(loadConfig({ APP_ENV: 'development', MAIL_OUTBOX_DIR: dir }));
+  const to = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(57)}.com`;
+  try {
+    await transport.send({ to, subject: '1234 is your sign-in code', text: 'Hello', html: '<p>Hello</p>' });
+  } finally {
+    transport.close();
+  }
+
+  const [file] = await readdir(dir);
+  expect(file).toMatch(/d{57}\.com\.eml$/);
+  expect(await readFile(path.join(dir, file ?? ''), 'utf8')).toContain(to);
+});
+
 it('keeps every email to one address in the outbox, however many arrive at once', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'tessera-outbox-'));
   outboxes.push(dir);

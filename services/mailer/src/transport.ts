@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type { MailerConfig } from './config.ts';
-import { createMimeBuilder, type Email, type RawMessage } from './mime.ts';
+import { AUTOMATED, createMimeBuilder, type Email, type RawMessage } from './mime.ts';
 import { type Delivery, inSmtpSpan } from './smtp-span.ts';
 
 export interface MailTransport {
@@ -94,12 +94,13 @@ function outboxTransport(config: MailerConfig): MailTransport {
   return {
     delivery: 'outbox',
     async send(email) {
-      const info = await outbox.sendMail({ from: config.smtp.from, ...email });
+      const info = await outbox.sendMail({ from: config.smtp.from, ...email, headers: AUTOMATED });
       await fs.mkdir(config.smtp.outboxDir, { recursive: true, mode: 0o700 });
       // An address may hold characters a file name cannot (a/b@example.com is valid): they become _.
-      // A random part keeps emails to one address in the same millisecond apart, and `wx` makes sure
+      // Its last 100 characters at most: a name has 255 bytes, an address up to 254 characters. A
+      // random part keeps emails to one address in the same millisecond apart, and `wx` makes sure
       // no file is ever replaced.
-      const name = email.to.replaceAll(/[^\w@.+-]/g, '_');
+      const name = email.to.replaceAll(/[^\w@.+-]/g, '_').slice(-100);
       const file = path.join(
         config.smtp.outboxDir,
         `${new Date().toISOString().replaceAll(':', '-')}-${randomUUID().slice(0, 8)}-${name}.eml`,

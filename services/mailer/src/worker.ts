@@ -6,7 +6,6 @@ import {
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
-  type MailJobKeys,
   REDACTED_CODE,
   SEND_OTP_JOB,
 } from '@tessera/contracts';
@@ -24,9 +23,10 @@ import addFormats from 'ajv-formats';
 import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { senderName } from './compose.ts';
 import type { MailerConfig } from './config.ts';
 import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.job.ts';
-import type { EmailResult } from './deliver.ts';
+import type { EmailResult, SendContext } from './deliver.ts';
 import { createDeliveriesStore } from './deliveries.store.ts';
 import { isMasked, maskEmail } from './mask.ts';
 import { emails, observeQueueJobs } from './metrics.ts';
@@ -46,8 +46,7 @@ type EmailJobData = EmailJobs[EmailJobName];
 type Sender<N extends EmailJobName> = (
   data: EmailJobs[N],
   transport: MailTransport,
-  now: Date,
-  keys: MailJobKeys,
+  context: SendContext,
 ) => Promise<EmailResult>;
 
 /** What sends each job of the `email` queue, by job name. */
@@ -81,9 +80,8 @@ const send = <N extends EmailJobName>(
   name: N,
   data: EmailJobs[N],
   transport: MailTransport,
-  now: Date,
-  keys: MailJobKeys,
-) => SENDERS[name](data, transport, now, keys);
+  context: SendContext,
+) => SENDERS[name](data, transport, context);
 
 /**
  * A failed job's data without what it no longer needs: the sealed code of a code email and, as it can
@@ -159,6 +157,7 @@ export function createMailWorker({
   const connection = workerConnection(redisTarget);
   reportOutages(connection, logger, 'Redis');
   const deliveries = createDeliveriesStore(connection, config.queue.prefix);
+  const product = senderName(config.smtp.from);
 
   const worker = new Worker<EmailJobData, EmailResult>(
     EMAIL_QUEUE,
@@ -176,7 +175,7 @@ export function createMailWorker({
 
       let result: EmailResult;
       try {
-        result = await send(name, data, transport, now(), config.mailJobKeys);
+        result = await send(name, data, transport, { now: now(), keys: config.mailJobKeys, product });
       } catch (error) {
         // BullMQ would retry after this delay: past the deadline, the email is no longer worth it.
         const retryAt = now().getTime() + backoffDelay(job.attemptsMade + 1, backoff);

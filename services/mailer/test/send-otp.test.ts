@@ -204,10 +204,12 @@ describe('send-otp jobs', () => {
     const [mail] = mails;
     expect(mail?.to).toEqual(['alice@example.com']);
     expect(mail?.from).toBe('no-reply@tessera.test');
-    expect(mail?.subject).toBe('4826 is your sign-in code');
-    expect(mail?.text).toContain('Your sign-in code is 4826');
-    expect(mail?.text).toContain('It expires in 5 minutes.');
+    expect(mail?.subject).toBe('4826 is your Tessera sign-in code');
+    expect(mail?.text).toContain('Your Tessera sign-in code is 4826');
+    expect(mail?.text).toMatch(/It expires in 5 minutes, at \d\d:\d\d UTC\./);
     expect(mail?.html).toMatch(/<p[^>]*>4826<\/p>/);
+    // Automated: an out-of-office reply would only go back to the no-reply address.
+    expect(mail?.headers['auto-submitted']).toBe('auto-generated');
 
     // removeOnComplete: the delivered job is gone; what stays is the record that SMTP accepted it.
     expect(await queue.getJob(jobId)).toBeUndefined();
@@ -231,7 +233,9 @@ describe('send-otp jobs', () => {
       await mailWorker.worker.resume();
     }
     expect(await sent.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
-    expect(mailsTo('amy@example.com').map((mail) => mail.subject)).toEqual(['5372 is your sign-in code']);
+    expect(mailsTo('amy@example.com').map((mail) => mail.subject)).toEqual([
+      '5372 is your Tessera sign-in code',
+    ]);
   });
 
   it('sends one email when the same code is enqueued twice', async () => {
@@ -280,7 +284,7 @@ describe('send-otp jobs', () => {
     expect(result.state).toBe('completed');
     expect(result.job.attemptsMade).toBe(3);
     expect(mailsTo('carol@example.com')).toHaveLength(1);
-    expect(mailsTo('carol@example.com')[0]?.subject).toBe('6148 is your sign-in code');
+    expect(mailsTo('carol@example.com')[0]?.subject).toBe('6148 is your Tessera sign-in code');
 
     const failures = failuresOf(jobId);
     expect(failures.map(({ attempt, final, level }) => ({ attempt, final, level }))).toEqual([
@@ -311,7 +315,7 @@ describe('send-otp jobs', () => {
     expect(attempts.reduce((sum, n) => sum + n, 0)).toBe(40 + emails.length);
     expect(Math.max(...attempts)).toBeGreaterThanOrEqual(11);
     for (const { to, code } of emails)
-      expect(mailsTo(to).map((mail) => mail.subject)).toEqual([`${code} is your sign-in code`]);
+      expect(mailsTo(to).map((mail) => mail.subject)).toEqual([`${code} is your Tessera sign-in code`]);
   });
 
   it('drops a code that expires during an outage: no email, the job fails as expired and holds no code', async () => {
@@ -373,7 +377,9 @@ describe('send-otp jobs', () => {
     const result = await outcome;
     expect(result.state).toBe('completed');
     expect(result.job.attemptsMade).toBe(3);
-    expect(mailsTo('frank@example.com').map((mail) => mail.subject)).toEqual(['6382 is your sign-in code']);
+    expect(mailsTo('frank@example.com').map((mail) => mail.subject)).toEqual([
+      '6382 is your Tessera sign-in code',
+    ]);
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
 

@@ -138,7 +138,7 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
     expect(
       received.map((mail) => mail.subject),
       to,
-    ).toEqual([`${code} is your sign-in code`]);
+    ).toEqual([`${code} is your Tessera sign-in code`]);
   }
   expect(await queue.getJobCounts('failed', 'delayed')).toEqual({ failed: 0, delayed: 0 });
 }, 40_000);

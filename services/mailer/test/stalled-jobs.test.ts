@@ -80,7 +80,7 @@ it('keeps a send slower than the lock with its mailer: delivered once, never tak
   const lastCheck = async () =>
     Number(await inspector.get(`${redis.bullmqPrefix}:${EMAIL_QUEUE}:stalled-check`));
   while ((await lastCheck()) <= completedAt) await new Promise((resolve) => setTimeout(resolve, 25));
-  expect(sink.messages.map((mail) => mail.subject)).toEqual(['4826 is your sign-in code']);
+  expect(sink.messages.map((mail) => mail.subject)).toEqual(['4826 is your Tessera sign-in code']);
   expect(stalled).toEqual([]);
 }, 20_000);
 
