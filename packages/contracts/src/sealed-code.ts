@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 
 /** The keys of `MAIL_JOB_KEY`: the first seals, every one opens. */
 export interface MailJobKeys {
@@ -27,7 +34,11 @@ export function parseMailJobKeys(value = DEVELOPMENT_MAIL_JOB_KEY): MailJobKeys 
   return { sealing: { id, key }, opening };
 }
 
-/** Opening failed because this process lacks the key id: it may come with a deploy, unlike a bad seal. */
+/**
+ * Opening failed because this process lacks the key that sealed the code: no key has its id here, or
+ * the key under that id is another one (MAIL_JOB_KEY differs between processes). Another mailer, or
+ * this one's next deploy, may have it, unlike a bad seal.
+ */
 export class UnknownMailJobKeyError extends Error {
   override name = 'UnknownMailJobKeyError';
 }
@@ -45,23 +56,36 @@ function keyObject(key: Buffer): KeyObject {
   return object;
 }
 
+/** Tells keys apart without telling anything of them: 48 bits of an HMAC under the key. */
+const fingerprint = (key: Buffer) =>
+  createHmac('sha256', keyObject(key))
+    .update('tessera mail job key')
+    .digest()
+    .subarray(0, 6)
+    .toString('base64url');
+
 /**
- * Encrypts a code for a queued job (AES-256-GCM) as `kid.iv.ciphertext+tag`. The recipient is
- * authenticated with it, so a sealed code copied into a job for another address does not open.
+ * Encrypts a code for a queued job (AES-256-GCM) as `kid~fingerprint.iv.ciphertext+tag`. The recipient
+ * is authenticated with it, so a sealed code copied into a job for another address does not open; the
+ * key's fingerprint tells a mailer whose key under that id is another one from a tampered seal.
  */
 export function sealCode(code: string, recipient: string, { sealing }: MailJobKeys): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyObject(sealing.key), iv);
   cipher.setAAD(Buffer.from(recipient));
   const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-  return `${sealing.id}.${b64(iv)}.${b64(sealed)}`;
+  return `${sealing.id}~${fingerprint(sealing.key)}.${b64(iv)}.${b64(sealed)}`;
 }
 
 /** The code of `sealCode`; throws if it was sealed for another recipient, altered, or with an unknown key. */
 export function openCode(sealed: string, recipient: string, { opening }: MailJobKeys): string {
-  const [id = '', iv = '', body = ''] = sealed.split('.');
+  const [label = '', iv = '', body = ''] = sealed.split('.');
+  // Without a fingerprint: sealed before seals carried one.
+  const [id = '', print] = label.split('~');
   const key = opening.get(id);
   if (!key) throw new UnknownMailJobKeyError(`No MAIL_JOB_KEY with key id "${id}"`);
+  if (print !== undefined && print !== fingerprint(key))
+    throw new UnknownMailJobKeyError(`MAIL_JOB_KEY "${id}" is not the key that sealed the code`);
   const bytes = Buffer.from(body, 'base64url');
   if (bytes.length < 17) throw new Error('Sealed code is malformed');
   try {

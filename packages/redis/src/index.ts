@@ -216,3 +216,33 @@ export async function warnIfNotDurable(
   if (problems.length > 0)
     log.warn({ problems }, 'Redis may lose queued emails on a restart or when full; see README, Operations');
 }
+
+/**
+ * How far `now` is from the Redis server's clock, in ms (positive when ahead), taken halfway through
+ * the round trip of one `TIME`.
+ */
+export async function clockOffset(client: RedisClient, now: () => number): Promise<number> {
+  const before = now();
+  const [seconds, micros] = await client.time();
+  return (before + now()) / 2 - (Number(seconds) * 1000 + Number(micros) / 1000);
+}
+
+/**
+ * At start: a warning when this process's clock is a second or more from the Redis server's. Tessera's
+ * processes compare times each other wrote (a refresh token's rotation with its grace window, a code's
+ * expiry with the mailer's), so their hosts' clocks must agree; Redis's is the one every process reaches.
+ */
+export async function warnIfClockDiffers(
+  client: RedisClient,
+  log: { warn(fields: object, message: string): void },
+  now: () => number,
+): Promise<void> {
+  // A Redis that refuses TIME (an ACL) tells nothing; the limits' scripts would fail on it anyway.
+  const offset = await clockOffset(client, now).catch(() => 0);
+  if (Math.abs(offset) < 1000) return;
+  const seconds = Math.round(Math.abs(offset) / 100) / 10;
+  log.warn(
+    { clockOffsetMs: Math.round(offset) },
+    `This host's clock is ${seconds} s ${offset > 0 ? 'ahead of' : 'behind'} the Redis server's: keep every host's clock in sync (NTP); see README, Operations`,
+  );
+}

@@ -89,7 +89,7 @@ export async function buildApp(
 
   // Clients
   await app.register(db, config.database);
-  await app.register(redis, config.redis);
+  await app.register(redis, { ...config.redis, now: () => clock.now().getTime() });
   await app.register(mailQueue, { redis: config.redis, prefix: config.mail.queuePrefix });
 
   const services = createServices(config, {

@@ -102,4 +102,29 @@ describe('logs', () => {
       await quiet.close();
     }
   });
+
+  it("warn at start when the gateway's clock is not the Redis server's", async () => {
+    const startLines: string[] = [];
+    const output = new Writable({
+      write(chunk, _encoding, done) {
+        startLines.push(chunk.toString());
+        done();
+      },
+    });
+    const skewed = await startGateway(
+      { LOG_LEVEL: 'info' },
+      { logStream: output, clock: { now: () => new Date(Date.now() + 20_000) } },
+    );
+    await skewed.close();
+    const warning = startLines
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.level === 40 && entry.msg.startsWith("This host's clock"));
+    expect(warning?.msg).toMatch(
+      /^This host's clock is [\d.]+ s ahead of the Redis server's: keep every host's/,
+    );
+    expect(warning?.clockOffsetMs).toBeGreaterThan(19_000);
+    expect(warning?.clockOffsetMs).toBeLessThan(21_000);
+    // The machine's own clock is the Redis server's here: no such warning.
+    expect(lines.join('')).not.toContain("This host's clock");
+  });
 });

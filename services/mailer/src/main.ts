@@ -76,6 +76,6 @@ mailWorker
   .connected()
   .then(() => {
     logger.info('mailer ready');
-    return mailWorker.checkDurability();
+    return mailWorker.checkRedis();
   })
-  .catch((err: unknown) => logger.warn({ err }, 'Redis durability not checked'));
+  .catch((err: unknown) => logger.warn({ err }, "Redis's durability and clock not checked"));

@@ -51,7 +51,8 @@ function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
   try {
     return openCode(sealedCode, to, keys);
   } catch (error) {
-    // A key id this mailer lacks may come with its next deploy (a rotation under way): retried.
+    // A key this mailer lacks (no key of that id, or another key under it) may be another mailer's,
+    // or come with this one's next deploy: retried, until the code expires.
     if (error instanceof UnknownMailJobKeyError) throw error;
     throw new UnrecoverableError((error as Error).message);
   }

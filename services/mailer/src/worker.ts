@@ -15,6 +15,7 @@ import {
   type RedisClient,
   type RedisTarget,
   reportOutages,
+  warnIfClockDiffers,
   warnIfNotDurable,
 } from '@tessera/redis';
 import { bullmqTelemetry } from '@tessera/telemetry';
@@ -245,10 +246,14 @@ export function createMailWorker({
     async connected(): Promise<void> {
       if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
     },
-    /** Once Redis answers: a warning when it is set up to lose queued emails (README, Operations). */
-    async checkDurability(): Promise<void> {
+    /**
+     * Once Redis answers: a warning when it is set up to lose queued emails, and one when this host's
+     * clock is not Redis's (README, Operations).
+     */
+    async checkRedis(): Promise<void> {
       await this.connected();
       await warnIfNotDurable(probe, logger);
+      await warnIfClockDiffers(probe, logger, () => now().getTime());
     },
     async close() {
       // With Redis away, no job could record its end, and BullMQ would wait for Redis for good: the

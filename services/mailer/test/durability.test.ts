@@ -33,7 +33,7 @@ async function warningsAt(
   const transport = createTransport(config);
   const mailWorker = createMailWorker({ config, transport, logger });
   try {
-    const checked = mailWorker.checkDurability();
+    const checked = mailWorker.checkRedis();
     if (startedLater) {
       // The mailer started before Redis: the check waits for it instead of failing (or exiting).
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   DELETION_SCHEDULED_JOB,
   type DeletionScheduledJobData,
@@ -420,6 +421,49 @@ describe('send-otp jobs', () => {
     expect(result.job.attemptsMade).toBe(1);
     expect(mailsTo('fred@example.com')).toEqual([]);
     expect((await redactedJob(jobId)).failedReason).toBe('Malformed send-otp job data');
+  });
+
+  it('leaves a code sealed with another key under its key id to a mailer that holds that key', async () => {
+    // MAIL_JOB_KEY differs between processes: this file's mailer has another key named `dev`.
+    const elsewhere = loadConfig({
+      APP_ENV: 'test',
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: redis.bullmqPrefix,
+      SMTP_URL: sink.url,
+      MAIL_FROM,
+      MAIL_JOB_KEY: `dev:${randomBytes(32).toString('base64')}`,
+    });
+    const jobId = nextJobId();
+    codesSent.add('7264');
+    const sealedCode = sealCode('7264', 'olga@example.com', elsewhere.mailJobKeys);
+    await queue.add(
+      SEND_OTP_JOB,
+      { to: 'olga@example.com', sealedCode, expiresAt: inMinutes(5) },
+      { ...SEND_OTP_JOB_OPTIONS, jobId },
+    );
+    for (let i = 0; i < 400 && failuresOf(jobId).length < 2; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(failuresOf(jobId)[0]).toMatchObject({
+      final: false,
+      reason: 'MAIL_JOB_KEY "dev" is not the key that sealed the code',
+    });
+
+    const holder = createMailWorker({
+      config: elsewhere,
+      transport,
+      logger: pino({ level: 'silent' }),
+      backoff: FAST_BACKOFF,
+    });
+    try {
+      await sink.waitFor((mail) => mail.to.includes('olga@example.com'));
+    } finally {
+      await holder.close();
+    }
+    // Sent once, by the mailer that holds the key; this file's never failed it for good.
+    expect(mailsTo('olga@example.com').map((mail) => mail.subject)).toEqual([
+      '7264 is your Tessera sign-in code',
+    ]);
+    expect(failuresOf(jobId).some((failure) => failure.final)).toBe(false);
   });
 
   it('fails at once a code sealed for another address, without sending', async () => {

@@ -5,6 +5,7 @@ import {
   type RedisClient,
   type RedisTarget,
   reportOutages,
+  warnIfClockDiffers,
   warnIfNotDurable,
 } from '@tessera/redis';
 import fp from 'fastify-plugin';
@@ -20,8 +21,8 @@ declare module 'fastify' {
  * active sessions. Commands fail fast while Redis is unreachable (no offline queue) with
  * DependencyUnavailableError, which the error handler answers with 503.
  */
-export default fp<RedisTarget & { keyPrefix: string }>(
-  async function redisPlugin(app, { keyPrefix, ...target }) {
+export default fp<RedisTarget & { keyPrefix: string; now: () => number }>(
+  async function redisPlugin(app, { keyPrefix, now, ...target }) {
     let lastError: Error | undefined;
     const redis = createRedis(
       target,
@@ -39,6 +40,7 @@ export default fp<RedisTarget & { keyPrefix: string }>(
       throw new DependencyUnavailableError('redis', { cause: lastError ?? error });
     });
     await warnIfNotDurable(redis, app.log);
+    await warnIfClockDiffers(redis, app.log, now);
   },
   { name: 'redis' },
 );
