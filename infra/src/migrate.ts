@@ -24,7 +24,18 @@ export async function migrateToLatest(databaseUrl: string): Promise<string[]> {
   }
 }
 
-/** Creates the database named in `databaseUrl` when it does not exist yet (development convenience). */
+/**
+ * Another `create database` of the same name won: duplicate_database, or, when both passed the
+ * server's own check at once, the unique violation of pg_database's index on the name.
+ */
+const isAlreadyCreated = (error: unknown) =>
+  error instanceof pg.DatabaseError &&
+  (error.code === '42P04' || (error.code === '23505' && error.constraint === 'pg_database_datname_index'));
+
+/**
+ * Creates the database named in `databaseUrl` when it does not exist yet (development convenience);
+ * true when this call created it. Safe to run several at once: one creates it, the others find it.
+ */
 export async function createDatabaseIfMissing(databaseUrl: string): Promise<boolean> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
@@ -36,6 +47,9 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
     if (found.rowCount) return false;
     await client.query(`create database ${client.escapeIdentifier(name)}`);
     return true;
+  } catch (error) {
+    if (isAlreadyCreated(error)) return false;
+    throw error;
   } finally {
     await client.end();
   }

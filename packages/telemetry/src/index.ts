@@ -18,6 +18,7 @@ export function bullmqTelemetry(): BullMQOtel {
 export { closeGracefully, type GracefulCloseOptions } from './lifecycle.ts';
 export {
   checkReadiness,
+  NotReadyError,
   type OperationsServer,
   type ReadinessChecks,
   startOperationsServer,

@@ -16,15 +16,29 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 /** Readiness checks by name (`postgres`, `redis`, `smtp`): each passes when its promise resolves in time. */
 export type ReadinessChecks = Record<string, () => Promise<unknown>>;
 
-/** Runs every check at once; resolves with the "<name> is down" of each that failed or took too long. */
+/**
+ * What a readiness check rejects with when its dependency answers but the service cannot use it yet:
+ * its message is the reason the probe gives ("postgres schema is behind: run pnpm db:migrate")
+ * instead of "<name> is down".
+ */
+export class NotReadyError extends Error {
+  override name = 'NotReadyError';
+}
+
+/**
+ * Runs every check at once; resolves with the reason of each that failed or took too long: the
+ * message of a NotReadyError, "<name> is down" otherwise.
+ */
 export async function checkReadiness(checks: ReadinessChecks, timeoutMs: number): Promise<string[]> {
   const entries = Object.entries(checks);
   const results = await Promise.allSettled(
     entries.map(([name, check]) => withTimeout(Promise.resolve().then(check), timeoutMs, name)),
   );
-  return entries
-    .filter((_, index) => results[index]?.status === 'rejected')
-    .map(([name]) => `${name} is down`);
+  return entries.flatMap(([name], index) => {
+    const result = results[index];
+    if (result?.status !== 'rejected') return [];
+    return [result.reason instanceof NotReadyError ? result.reason.message : `${name} is down`];
+  });
 }
 
 export interface OperationsServerOptions {

@@ -94,3 +94,16 @@ export interface DB {
   sessions: Sessions;
   users: Users;
 }
+
+/** The migrations (infra/migrations) this schema comes from, oldest first: the gateway is ready once a database has applied every one. */
+export const MIGRATIONS: readonly string[] = [
+  "2026_11_22_000100_create_users",
+  "2026_11_22_000200_create_sessions",
+  "2026_11_22_000300_create_security_events",
+  "2026_11_23_000100_profile_and_event_types",
+  "2026_11_23_000200_account_deletion_due_index",
+  "2026_11_23_000300_retention_indexes",
+  "2026_11_23_000400_sessions_user_index",
+  "2026_11_23_000500_sessions_updated_in_place",
+  "2026_11_23_000600_security_events_keep_session_id",
+];

@@ -20,6 +20,7 @@ import { createSignInService } from './modules/sign-in/sign-in.service.ts';
 import type { SigningKey, VerificationKey } from './modules/tokens/keys.ts';
 import { createTokenService } from './modules/tokens/tokens.service.ts';
 import { createUsers } from './modules/users/users.service.ts';
+import { schemaState } from './schema.ts';
 
 export interface Clients {
   db: Kysely<Database>;
@@ -35,6 +36,8 @@ export type Services = ReturnType<typeof createServices>;
 /** The whole gateway: every service and store, built once from the configuration and the clients. */
 export function createServices(config: GatewayConfig, { db, redis, mailQueue, keys, clock, log }: Clients) {
   const securityLog = createSecurityLog(db, log);
+  // Whether Postgres has every migration of this code: readiness and the sweeps wait for it.
+  const schema = schemaState(db);
   const policies = { ...config.policies, consentFormVersion: config.policies.consentFormVersion ?? null };
   const tokens = createTokenService({
     ...keys,
@@ -107,15 +110,17 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
         runBatch: async (limit) => (await accountDeletion.finalizeDue(limit)).length,
         interval: config.users.deletionSweepInterval,
         log,
+        ready: schema.isCurrent,
       }),
       createSweep({
         name: 'retention',
         runBatch: retentionBatch({ db, clock, ...config.retention }),
         interval: config.retention.sweepInterval,
         log,
+        ready: schema.isCurrent,
       }),
     ],
     securityLog,
-    readiness: readinessChecks(db, redis),
+    readiness: readinessChecks(db, redis, schema),
   };
 }

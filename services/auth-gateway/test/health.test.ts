@@ -1,6 +1,13 @@
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { migrateToLatest } from '@tessera/infra';
+import { createTestDatabase } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { body, post, startGateway, type TestGateway } from './helpers.ts';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
+import { body, envBeside, post, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -65,6 +72,95 @@ describe('when Postgres goes away during a sign-in', () => {
     } finally {
       await admin.query(`alter database ${name} allow_connections true`).catch(() => undefined);
       await admin.end();
+    }
+  });
+});
+
+/** Another gateway, beside this file's, on the database at `databaseUrl`; its log lines (info and up) as objects. */
+async function gatewayOn(databaseUrl: string) {
+  const lines: Array<Record<string, unknown>> = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()));
+      done();
+    },
+  });
+  const config = loadConfig(
+    envBeside(gateway, {
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'info',
+      JWT_PRIVATE_KEY: generateSigningKeyPem(),
+    }),
+  );
+  const app = await buildApp(config, { logStream });
+  return { app, lines, ready: () => app.inject({ method: 'GET', url: '/health/ready' }) };
+}
+
+const SCHEMA_BEHIND = ['Service unavailable', 'postgres schema is behind: run pnpm db:migrate'];
+
+describe('on a database not migrated', () => {
+  it('is not ready and says why, warns once at start without a stack, and is ready once migrated', async () => {
+    const database = await createTestDatabase({ migrated: false });
+    const { app, lines, ready } = await gatewayOn(database.url);
+    try {
+      const before = await ready();
+      expect(before.statusCode).toBe(503);
+      expect(body(before).errors).toEqual(SCHEMA_BEHIND);
+      expect(before.headers['retry-after']).toBe('5');
+      // The sweeps' first run, at start: skipped while the tables are missing, not an error.
+      await sleep(300);
+      const warnings = lines.filter((line) => /postgres schema/.test(String(line.msg)));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({
+        level: 40,
+        msg: expect.stringMatching(/^postgres schema is behind: run pnpm db:migrate\b/),
+      });
+      expect(warnings[0]).not.toHaveProperty('err');
+      expect(lines.filter((line) => Number(line.level) >= 50)).toEqual([]);
+
+      await migrateToLatest(database.url);
+      const after = await ready();
+      expect(after.statusCode).toBe(200);
+      expect(body(after).data).toEqual({ postgres: 'up', redis: 'up' });
+    } finally {
+      await app.close();
+      await database.drop();
+    }
+  });
+});
+
+describe('on a database without the newest migration', () => {
+  it('is not ready until it has every migration of this gateway (one it does not know is fine), then stays ready', async () => {
+    const database = await createTestDatabase();
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    const gatewayB = await gatewayOn(database.url).catch(async (error) => {
+      await admin.end();
+      throw error;
+    });
+    try {
+      // As if the migration job had not run yet, and a newer gateway's migration had.
+      const { rows } = await admin.query<{ name: string; timestamp: string }>(
+        'delete from kysely_migration where name = (select max(name) from kysely_migration) returning *',
+      );
+      await admin.query('insert into kysely_migration values ($1, $2)', [
+        '9999_12_31_000100_from_a_newer_gateway',
+        new Date().toISOString(),
+      ]);
+      const before = await gatewayB.ready();
+      expect(before.statusCode).toBe(503);
+      expect(body(before).errors).toEqual(SCHEMA_BEHIND);
+
+      await admin.query('insert into kysely_migration values ($1, $2)', [rows[0]?.name, rows[0]?.timestamp]);
+      expect((await gatewayB.ready()).statusCode).toBe(200);
+
+      // A migrated schema does not go back: once ready, the probe no longer reads kysely_migration.
+      await admin.query('delete from kysely_migration');
+      expect((await gatewayB.ready()).statusCode).toBe(200);
+    } finally {
+      await gatewayB.app.close();
+      await admin.end();
+      await database.drop();
     }
   });
 });

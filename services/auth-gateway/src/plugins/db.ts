@@ -4,6 +4,7 @@ import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../database.ts';
+import { warnIfSchemaBehind } from '../schema.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -86,7 +87,10 @@ function classifyingPool(pool: pg.Pool): PostgresPool {
   };
 }
 
-/** Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly, closed on shutdown. */
+/**
+ * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
+ * lacks a migration warns: the gateway runs but is not ready), closed on shutdown.
+ */
 export default fp<{ url: string }>(
   async function dbPlugin(app, { url }) {
     const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 3000 });
@@ -101,6 +105,7 @@ export default fp<{ url: string }>(
       if (!pool.ended) await pool.end();
     });
     await sql`select 1`.execute(db);
+    await warnIfSchemaBehind(db, app.log);
   },
   { name: 'db' },
 );

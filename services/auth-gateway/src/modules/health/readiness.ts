@@ -1,12 +1,24 @@
 import type { RedisClient } from '@tessera/redis';
-import type { ReadinessChecks } from '@tessera/telemetry';
+import { NotReadyError, type ReadinessChecks } from '@tessera/telemetry';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../database.ts';
+import { SCHEMA_BEHIND, type SchemaState, schemaState } from '../../schema.ts';
 
-/** The gateway is ready while Postgres and Redis answer. */
-export function readinessChecks(db: Kysely<Database>, redis: RedisClient): ReadinessChecks {
+/**
+ * The gateway is ready while Postgres and Redis answer and Postgres has every migration of this
+ * code (more is fine: an older gateway during a rolling deploy). Until the schema is first seen
+ * current, its query is the probe of Postgres; then `select 1`. One query per probe either way.
+ */
+export function readinessChecks(
+  db: Kysely<Database>,
+  redis: RedisClient,
+  schema: SchemaState = schemaState(db),
+): ReadinessChecks {
   return {
-    postgres: () => sql`select 1`.execute(db),
+    postgres: async () => {
+      if (schema.knownCurrent()) await sql`select 1`.execute(db);
+      else if (!(await schema.isCurrent())) throw new NotReadyError(SCHEMA_BEHIND);
+    },
     redis: () => redis.ping(),
   };
 }

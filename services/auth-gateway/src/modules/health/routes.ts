@@ -37,18 +37,22 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ checks: ReadinessChecks }> = asy
       config,
       schema: {
         operationId: 'getReadiness',
-        summary: 'Readiness probe: Postgres and Redis answer',
+        summary: 'Readiness probe: Postgres, migrated, and Redis answer',
         tags,
         security: [],
         response: {
           200: Type.Object(
             { postgres: Type.Literal('up'), redis: Type.Literal('up') },
-            { description: 'Ready: Postgres and Redis answer', examples: [{ postgres: 'up', redis: 'up' }] },
+            {
+              description: 'Ready: Postgres, with every migration of this gateway applied, and Redis answer',
+              examples: [{ postgres: 'up', redis: 'up' }],
+            },
           ),
           ...errorResponses([
             503,
-            'Postgres or Redis does not answer (the details say which, e.g. "redis is down"), or this ' +
-              'instance is shutting down; try again after Retry-After seconds',
+            'Postgres or Redis does not answer, or Postgres lacks a migration of this gateway (the ' +
+              'details say which, e.g. "redis is down", "postgres schema is behind: run pnpm db:migrate"), ' +
+              'or this instance is shutting down; try again after Retry-After seconds',
           ]),
         },
       },

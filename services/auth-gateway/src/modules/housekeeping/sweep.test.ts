@@ -41,6 +41,20 @@ describe('a sweep', () => {
     expect(runBatch).toHaveBeenCalledTimes(2);
   });
 
+  it('skips its runs, quietly, while not ready (a schema behind), and works once it is', async () => {
+    const runBatch = vi.fn(async () => 0);
+    let ready = false;
+    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log, ready: async () => ready });
+    sweep.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runBatch).not.toHaveBeenCalled();
+    ready = true;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(runBatch).toHaveBeenCalledTimes(1);
+    expect(lines).toEqual([]);
+    await sweep.stop();
+  });
+
   it('takes batch after batch while batches come back full', async () => {
     const batches = [ids(3), ids(3), ids(1)];
     const runBatch = vi.fn(async () => (batches.shift() ?? []).length);

@@ -16,6 +16,11 @@ export interface SweepOptions {
   log: FastifyBaseLogger;
   /** Rows per batch (and per transaction), so that no run holds many row locks for long. */
   batchSize?: number;
+  /**
+   * Whether the tables are there to work on: a run is skipped, quietly, while this is false (a
+   * database that lacks migrations, which the gateway warned of at start).
+   */
+  ready?: () => Promise<boolean>;
 }
 
 export type Sweep = ReturnType<typeof createSweep>;
@@ -27,7 +32,14 @@ export type Sweep = ReturnType<typeof createSweep>;
  * (SKIP LOCKED) so that the processes share the work. A failed run (Postgres or Redis down) is
  * logged and counted, and the next run tries again.
  */
-export function createSweep({ name, runBatch, interval, log, batchSize = 100 }: SweepOptions) {
+export function createSweep({
+  name,
+  runBatch,
+  interval,
+  log,
+  batchSize = 100,
+  ready = async () => true,
+}: SweepOptions) {
   sweepFailures.add(0, { sweep: name });
   let stopped = true;
   let timer: NodeJS.Timeout | undefined;
@@ -35,6 +47,7 @@ export function createSweep({ name, runBatch, interval, log, batchSize = 100 }: 
 
   async function run(): Promise<void> {
     try {
+      if (!(await ready())) return;
       while (!stopped) {
         if ((await runBatch(batchSize)) < batchSize) return;
       }
