@@ -25,7 +25,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: Postgres and Redis answer */
+        /** Readiness probe: Postgres, migrated, and Redis answer */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -356,7 +356,7 @@ export interface components {
         SendCodeBody: {
             /**
              * Format: email
-             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII characters before the @, more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level domain (an IP address) and the .invalid domain.
              */
             email: string;
         };
@@ -514,7 +514,7 @@ export interface components {
         VerifyCodeBody: {
             /**
              * Format: email
-             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com.
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII characters before the @, more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level domain (an IP address) and the .invalid domain.
              */
             email: string;
             /** @description 4 digits */
@@ -625,7 +625,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready: Postgres and Redis answer */
+            /** @description Ready: Postgres, with every migration of this gateway applied, and Redis answer */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -701,7 +701,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Service unavailable: Postgres or Redis does not answer (the details say which, e.g. "redis is down"), or this instance is shutting down; try again after Retry-After seconds */
+            /** @description Service unavailable: Postgres or Redis does not answer, or Postgres lacks a migration of this gateway (the details say which, e.g. "redis is down", "postgres schema is behind: run pnpm db:migrate"), or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -853,7 +853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
+            /** @description Validation failed: the body breaks a rule, such as an address that is malformed or that no mail could reach; the details say which */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -880,7 +880,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Too many requests: a code was sent to this email moments ago, too many codes for the email or from the address, or too many wrong codes for the email */
+            /** @description Too many requests: a code was sent to this email moments ago, too many codes for its inbox (its +tag variants, and at Gmail its dotted spellings, count as one) or from the address, or too many wrong codes for the email */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

@@ -150,7 +150,11 @@ export const GatewayConfigSchema = Type.Object({
         maximum: HOUR,
       },
     ),
-    maxSendsPerEmailPerHour: Int('OTP_MAX_SENDS_PER_EMAIL_PER_HOUR', 5, 'Codes per email per rolling hour.'),
+    maxSendsPerEmailPerHour: Int(
+      'OTP_MAX_SENDS_PER_EMAIL_PER_HOUR',
+      5,
+      "Codes per inbox per rolling hour (an address's +tag variants, and at Gmail its dotted spellings, are one inbox).",
+    ),
     maxSendsPerIpPerHour: Int('OTP_MAX_SENDS_PER_IP_PER_HOUR', 30, 'Codes per client IP per rolling hour.'),
     maxFailuresPerEmailPerDay: Int(
       'OTP_MAX_FAILURES_PER_EMAIL_PER_DAY',

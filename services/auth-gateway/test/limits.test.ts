@@ -138,6 +138,37 @@ describe('send limits (defaults)', () => {
     expect((await send(gateway.app, 'hourly@example.com')).statusCode).toBe(200);
   });
 
+  it('counts the hourly budget per inbox (+tags, and dots at Gmail), the cooldown per address', async () => {
+    const start = await redisNow(gateway);
+    const ip = (i: number) => `198.51.102.${i}`;
+    expect((await send(gateway.app, 'victim@gmail.com', ip(0))).statusCode).toBe(200);
+    // Another spelling of the inbox is not held back by the address's cooldown…
+    expect((await send(gateway.app, 'victim+1@gmail.com', ip(1))).statusCode).toBe(200);
+    // …while the address itself is (and its refused send counts nowhere).
+    const cooling = await send(gateway.app, 'victim@gmail.com', ip(2));
+    await expectRetryAfter(gateway, cooling, 60, start);
+    expect(body(cooling).errors).toContain('A code was sent to this email moments ago');
+    for (const [i, email] of [
+      'v.ictim@gmail.com',
+      'Vic.Tim+news@googlemail.com',
+      'victim+2@gmail.com',
+    ].entries()) {
+      const sent = await send(gateway.app, email, ip(i + 3));
+      expect(sent.statusCode).toBe(200);
+      // Each code still goes to the address as given.
+      expect(body(sent).data.email).toBe(email.toLowerCase());
+    }
+    // The sixth code for the inbox, under a spelling never used: refused until the first is an hour old.
+    const sixth = await send(gateway.app, 'victim+3@gmail.com', ip(9));
+    await expectRetryAfter(gateway, sixth, HOUR, start);
+    expect(body(sixth).errors).toContain('Too many codes were requested for this email');
+    // Other inboxes, at Gmail or elsewhere, have budgets of their own.
+    expect((await send(gateway.app, 'victim.b@gmail.com', ip(10))).statusCode).toBe(200);
+    expect((await send(gateway.app, 'victim@example.net', ip(11))).statusCode).toBe(200);
+    await later(HOUR);
+    expect((await send(gateway.app, 'victim+3@gmail.com', ip(12))).statusCode).toBe(200);
+  });
+
   it('tells the wait of the window that frees up last when two are full', async () => {
     const start = await redisNow(gateway);
     for (let i = 0; i < 5; i++) {

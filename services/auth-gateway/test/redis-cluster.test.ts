@@ -29,7 +29,12 @@ beforeAll(async () => {
     REDIS_CLUSTER_NODES: cluster.nodes,
     BULLMQ_PREFIX: '{tessera-cluster-test}',
   };
-  gateway = await startGateway({ ...redis, OTP_RESEND_COOLDOWN: '5', RATE_LIMIT_MAX: '30' });
+  gateway = await startGateway({
+    ...redis,
+    OTP_RESEND_COOLDOWN: '5',
+    OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '3',
+    RATE_LIMIT_MAX: '30',
+  });
   mailer = startService('mailer', {
     APP_ENV: 'test',
     LOG_LEVEL: 'warn',
@@ -82,6 +87,16 @@ describe('on a Redis Cluster', () => {
     expect(body(loggedOut).data).toEqual({ revokedSessions: 2 });
     const after = await app.inject({ url: '/api/v1/auth/sessions', headers: bearer(second.accessToken) });
     expect(after.statusCode).toBe(401);
+  });
+
+  it("counts a +tag address's sends in its inbox's budget, whose key is in another slot", async () => {
+    const sendTo = (email: string) =>
+      gateway.app.inject({ method: 'POST', url: SEND, payload: { email }, remoteAddress: '192.0.2.2' });
+    for (const email of ['inbox@example.com', 'inbox+1@example.com', 'inbox+2@example.com'])
+      expect((await sendTo(email)).statusCode).toBe(200);
+    const refused = await sendTo('inbox+3@example.com');
+    expect(refused.statusCode).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3500);
   });
 
   it('answers 429 past the general per-IP limit', async () => {

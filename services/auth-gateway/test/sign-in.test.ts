@@ -96,6 +96,62 @@ describe('POST /api/v1/auth/send-otp-email', () => {
   });
 });
 
+describe('the email address', () => {
+  const refusal = async (email: string, url = SEND) => {
+    const response = await post(gateway.app, url, { email, code: '1234' });
+    expect(response.statusCode).toBe(400);
+    return body(response).errors;
+  };
+  const queuedTo = async (email: string) =>
+    (await queue.getWaiting()).filter((job) => job.data.to === email).length;
+
+  it.each([
+    [`${'a'.repeat(65)}@example.com`, 'body.email has more than 64 characters before the @'],
+    [`a@${'b'.repeat(64)}.example.com`, 'body.email has a domain label of more than 63 characters'],
+    [
+      'foo@example.123',
+      'body.email must end in a domain name: an all-numeric top-level domain or an IP address receives no mail',
+    ],
+    [
+      'foo@123.45.67.89',
+      'body.email must end in a domain name: an all-numeric top-level domain or an IP address receives no mail',
+    ],
+    ['Deleted-0@Tombstone.INVALID', 'body.email is in the .invalid domain, which never receives mail'],
+    ['jörg@example.de', 'body.email is refused: non-ASCII characters before the @ are not supported'],
+  ])('refuses %s, saying why, and queues no email', async (email, detail) => {
+    expect(await refusal(email)).toEqual(['Validation failed', detail]);
+    expect(await queuedTo(email.toLowerCase())).toBe(0);
+  });
+
+  it('refuses the same addresses to verify-otp-email', async () => {
+    expect(await refusal('deleted-0@tombstone.invalid', VERIFY)).toEqual([
+      'Validation failed',
+      'body.email is in the .invalid domain, which never receives mail',
+    ]);
+  });
+
+  it('keeps taking the addresses development and tests use', async () => {
+    const local = `${'a'.repeat(64)}@${'b'.repeat(63)}.example.com`;
+    for (const email of ['dev@app.test', 'dev@app.localhost', 'dev@mail.example', 'dev@example.com', local]) {
+      expect((await send(email)).email).toBe(email);
+    }
+  });
+
+  it('takes a Unicode domain in its ASCII form: both spellings are one account and one code', async () => {
+    const sent = await send(' Ute@Bücher.DE ');
+    expect(sent.email).toBe('ute@xn--bcher-kva.de');
+    expect(await queuedTo('ute@xn--bcher-kva.de')).toBe(1);
+    const first = await verify('ute@xn--bcher-kva.de', sent.code);
+    expect(first.statusCode).toBe(200);
+    expect(body(first).data.user.email).toBe('ute@xn--bcher-kva.de');
+
+    const again = await send('ute@xn--bcher-kva.de');
+    const second = await verify('ute@bücher.de', again.code);
+    expect(second.statusCode).toBe(200);
+    expect(body(second).data.user._id).toBe(body(first).data.user._id);
+  });
+});
+
 describe('POST /api/v1/auth/verify-otp-email', () => {
   it('signs a new user in, creating the user with every field of the specification', async () => {
     const { code } = await send('erin@example.com');

@@ -86,13 +86,20 @@ export interface OtpStoreOptions {
 
 export type OtpStore = ReturnType<typeof createOtpStore>;
 
+/** Where a code goes: the normalized address, and the inbox whose hourly send budget it counts against. */
+export interface Recipient {
+  email: string;
+  mailbox: string;
+}
+
 const HOUR = 3600;
 const DAY = 24 * HOUR;
 
 /**
  * One-time codes in Redis, kept only as HMAC(secret, email + code), one live code per email, with
- * the send and failure limits of each email and client IP (API.md §7). The keys of one email share
- * the hash tag `{email:…}` and those of one IP `{ip:…}`, so each script runs on one Redis Cluster slot.
+ * the send and failure limits of each email, inbox and client IP (API.md §7). The keys of one email
+ * (or inbox) share the hash tag `{email:…}` and those of one IP `{ip:…}`, so each script runs on one
+ * Redis Cluster slot.
  */
 export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
@@ -107,10 +114,14 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
 
   const emailFailures = (email: string) => emailKey('failures', email);
-  const sendScopes = (email: string, ip: string): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => [
+  // The hourly budget is the inbox's (victim+1@… counts as victim@…), under the key the inbox's own
+  // address has: in another slot than the keys of any other spelling, so a scope (a script) of its own.
+  const sendScopes = (
+    { email, mailbox }: Recipient,
+    ip: string,
+  ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => [
     [
       { name: 'cooldown', key: emailKey('sent-recently', email), seconds: limits.resendCooldown, limit: 1 },
-      { name: 'email', key: emailKey('sends', email), seconds: HOUR, limit: limits.maxSendsPerEmailPerHour },
       // No code would be accepted while the email's wrong guesses are at their bound: none is sent.
       {
         name: 'failures',
@@ -120,6 +131,14 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         gate: true,
       },
     ],
+    [
+      {
+        name: 'email',
+        key: emailKey('sends', mailbox),
+        seconds: HOUR,
+        limit: limits.maxSendsPerEmailPerHour,
+      },
+    ],
     [{ name: 'ip', key: ipKey('sends', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour }],
   ];
   const ipFailures = (ip: string): Window<'ip'>[] => [
@@ -127,10 +146,10 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   ];
 
   /** A code that could not be sent: it is dropped and does not count against any send limit. */
-  async function withdraw(email: string, ip: string, event: string) {
+  async function withdraw(recipient: Recipient, ip: string, event: string) {
     await Promise.all([
-      windows.release(sendScopes(email, ip).flat(), event),
-      redis.del(emailKey('otp', email)),
+      windows.release(sendScopes(recipient, ip).flat(), event),
+      redis.del(emailKey('otp', recipient.email)),
     ]);
   }
 
@@ -141,20 +160,21 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   return {
     /**
      * Stores a new code for the email, replacing any previous one, unless a send limit refuses it:
-     * the email's cooldown, its hourly cap, its wrong guesses at their daily bound, or the client
-     * IP's hourly cap. `withdraw` undoes it.
+     * the email's cooldown, its inbox's hourly cap, its wrong guesses at their daily bound, or the
+     * client IP's hourly cap. `withdraw` undoes it.
      */
-    async issue(email: string, code: string, ip: string) {
-      const counted = await windows.hit(sendScopes(email, ip));
+    async issue(recipient: Recipient, code: string, ip: string) {
+      const scopes = sendScopes(recipient, ip);
+      const counted = await windows.hit(scopes);
       if (counted.refusal) return counted;
       try {
-        await store(email, code);
+        await store(recipient.email, code);
       } catch (error) {
         // Nothing will be sent, so nothing counts (as far as Redis, which may be what failed, lets us).
-        await windows.release(sendScopes(email, ip).flat(), counted.event).catch(() => {});
+        await windows.release(scopes.flat(), counted.event).catch(() => {});
         throw error;
       }
-      return { refusal: undefined, withdraw: () => withdraw(email, ip, counted.event) };
+      return { refusal: undefined, withdraw: () => withdraw(recipient, ip, counted.event) };
     },
 
     /** Puts an accepted code back (its session could not be created), outside every limit. */

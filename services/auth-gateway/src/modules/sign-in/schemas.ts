@@ -3,13 +3,17 @@ import { Type } from 'typebox';
 import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
 import { USER_EXAMPLE, User } from '../users/user.ts';
 
-// Checked after trimming and lower-casing (see the route's preValidation hook).
+// Checked after normalization, and against the rules the description gives, by the route's
+// preValidation hook (email-address.ts).
 const Email = Type.String({
   format: 'email',
   maxLength: 254,
   description:
     'Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: ' +
-    '" Alice@Example.com " is alice@example.com.',
+    '" Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) ' +
+    'form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII ' +
+    'characters before the @, more than 64 characters before the @, a domain label of more than 63, ' +
+    'an all-numeric top-level domain (an IP address) and the .invalid domain.',
 });
 const SignupTag = (description: string) =>
   Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$', description }));
@@ -44,10 +48,13 @@ export const sendOtpEmailSchema = {
       'A sign-in code is on its way: where to, how long it lasts, when another may be requested',
     ),
     ...errorResponses(
-      400,
+      [
+        400,
+        'the body breaks a rule, such as an address that is malformed or that no mail could reach; the details say which',
+      ],
       [
         429,
-        'a code was sent to this email moments ago, too many codes for the email or from the address, or too many wrong codes for the email',
+        'a code was sent to this email moments ago, too many codes for its inbox (its +tag variants, and at Gmail its dotted spellings, count as one) or from the address, or too many wrong codes for the email',
       ],
       503,
     ),

@@ -7,14 +7,10 @@ import type { ClientInfo, SecurityEvent, SecurityLog } from '../security-events/
 import type { Sessions } from '../sessions/sessions.ts';
 import { type CurrentPolicies, registrationStatus } from '../users/profile.ts';
 import { type Signup, upsertOnSignIn } from '../users/users.repository.ts';
+import { mailboxOf } from './email-address.ts';
 import { codesSent, verifications } from './metrics.ts';
 import type { OtpStore } from './otp.store.ts';
 import type { EnqueueOtpEmail } from './otp-email.queue.ts';
-
-/** Emails are trimmed and lower-cased before any use: `Alice@Example.com ` is `alice@example.com`. */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
 
 /** A uniformly random 4-digit code from the CSPRNG, leading zeros kept. */
 export function generateCode(): string {
@@ -79,7 +75,7 @@ export function createSignInService(options: SignInServiceOptions) {
     async sendCode(email: string, client: ClientInfo) {
       const code = generateCode();
       const expiresAt = new Date(clock.now().getTime() + options.otpTtl * 1000);
-      const issued = await otp.issue(email, code, client.ipAddress);
+      const issued = await otp.issue({ email, mailbox: mailboxOf(email) }, code, client.ipAddress);
       if (issued.refusal) return refuse('send', issued.refusal, email, client);
       try {
         await options.enqueueOtpEmail(randomUUID(), { to: email, code, expiresAt: expiresAt.toISOString() });
