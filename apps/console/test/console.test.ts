@@ -755,7 +755,9 @@ describe('account', () => {
       const text = Response.prototype.text;
       Response.prototype.text = async function (this: Response) {
         const body = await text.call(this);
-        if (new URL(this.url).searchParams.get('page') === '2') document.body.dataset.secondPageRead = 'yes';
+        const url = new URL(this.url);
+        if (url.pathname === '/api/v1/users/me/security-events' && url.searchParams.get('page') === '2')
+          document.body.dataset.secondPageRead = 'yes';
         return body;
       };
     });

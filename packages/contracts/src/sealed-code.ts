@@ -56,32 +56,37 @@ function keyObject(key: Buffer): KeyObject {
   return object;
 }
 
+// Computed once per key, like its KeyObject.
+const fingerprints = new WeakMap<Buffer, string>();
 /** Tells keys apart without telling anything of them: 48 bits of an HMAC under the key. */
-const fingerprint = (key: Buffer) =>
-  createHmac('sha256', keyObject(key))
-    .update('tessera mail job key')
-    .digest()
-    .subarray(0, 6)
-    .toString('base64url');
+function fingerprint(key: Buffer): string {
+  let print = fingerprints.get(key);
+  if (print === undefined) {
+    const mac = createHmac('sha256', keyObject(key)).update('tessera mail job key').digest();
+    print = mac.subarray(0, 6).toString('base64url');
+    fingerprints.set(key, print);
+  }
+  return print;
+}
 
 /**
- * Encrypts a code for a queued job (AES-256-GCM) as `kid~fingerprint.iv.ciphertext+tag`. The recipient
+ * Encrypts a code for a queued job (AES-256-GCM) as `kid.iv.ciphertext+tag.fingerprint`. The recipient
  * is authenticated with it, so a sealed code copied into a job for another address does not open; the
- * key's fingerprint tells a mailer whose key under that id is another one from a tampered seal.
+ * key's fingerprint tells a mailer whose key under that id is another one from a tampered seal. It
+ * comes last, where a mailer that predates it does not look: gateways and mailers upgrade in any order.
  */
 export function sealCode(code: string, recipient: string, { sealing }: MailJobKeys): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyObject(sealing.key), iv);
   cipher.setAAD(Buffer.from(recipient));
   const sealed = Buffer.concat([cipher.update(code, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-  return `${sealing.id}~${fingerprint(sealing.key)}.${b64(iv)}.${b64(sealed)}`;
+  return `${sealing.id}.${b64(iv)}.${b64(sealed)}.${fingerprint(sealing.key)}`;
 }
 
 /** The code of `sealCode`; throws if it was sealed for another recipient, altered, or with an unknown key. */
 export function openCode(sealed: string, recipient: string, { opening }: MailJobKeys): string {
-  const [label = '', iv = '', body = ''] = sealed.split('.');
   // Without a fingerprint: sealed before seals carried one.
-  const [id = '', print] = label.split('~');
+  const [id = '', iv = '', body = '', print] = sealed.split('.');
   const key = opening.get(id);
   if (!key) throw new UnknownMailJobKeyError(`No MAIL_JOB_KEY with key id "${id}"`);
   if (print !== undefined && print !== fingerprint(key))

@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Database } from './database.ts';
+import { schemaState } from './migration-state.ts';
 import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from './modules/email/email.queue.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
@@ -20,7 +21,6 @@ import { createSignInService } from './modules/sign-in/sign-in.service.ts';
 import type { SigningKey, VerificationKey } from './modules/tokens/keys.ts';
 import { createTokenService } from './modules/tokens/tokens.service.ts';
 import { createUsers } from './modules/users/users.service.ts';
-import { schemaState } from './schema.ts';
 
 export interface Clients {
   db: Kysely<Database>;

@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { migrateToLatest } from '@tessera/infra';
 import { createTestDatabase } from '@tessera/testing';
 import pg from 'pg';
@@ -76,7 +75,7 @@ describe('when Postgres goes away during a sign-in', () => {
   });
 });
 
-/** Another gateway, beside this file's, on the database at `databaseUrl`; its log lines (info and up) as objects. */
+/** Another gateway, beside this file's, on the database at `databaseUrl`; its log lines (debug and up) as objects. */
 async function gatewayOn(databaseUrl: string) {
   const lines: Array<Record<string, unknown>> = [];
   const logStream = new Writable({
@@ -88,7 +87,7 @@ async function gatewayOn(databaseUrl: string) {
   const config = loadConfig(
     envBeside(gateway, {
       DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: 'debug',
       JWT_PRIVATE_KEY: generateSigningKeyPem(),
     }),
   );
@@ -107,8 +106,16 @@ describe('on a database not migrated', () => {
       expect(before.statusCode).toBe(503);
       expect(body(before).errors).toEqual(SCHEMA_BEHIND);
       expect(before.headers['retry-after']).toBe('5');
-      // The sweeps' first run, at start: skipped while the tables are missing, not an error.
-      await sleep(300);
+      // The sweeps' first runs, at start: skipped while the tables are missing, not an error.
+      const skipped = () =>
+        lines.filter((line) => line.msg === 'sweep skipped: the database lacks migrations');
+      await vi.waitFor(() =>
+        expect(
+          skipped()
+            .map((line) => line.sweep)
+            .sort(),
+        ).toEqual(['account_deletion', 'retention']),
+      );
       const warnings = lines.filter((line) => /postgres schema/.test(String(line.msg)));
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatchObject({

@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../database.ts';
-import { warnIfSchemaBehind } from '../schema.ts';
+import { warnIfSchemaBehind } from '../migration-state.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

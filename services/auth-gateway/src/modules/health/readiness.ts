@@ -2,7 +2,7 @@ import type { RedisClient } from '@tessera/redis';
 import { NotReadyError, type ReadinessChecks } from '@tessera/telemetry';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../database.ts';
-import { SCHEMA_BEHIND, type SchemaState, schemaState } from '../../schema.ts';
+import { SCHEMA_BEHIND, type SchemaState, schemaState } from '../../migration-state.ts';
 
 /**
  * The gateway is ready while Postgres and Redis answer and Postgres has every migration of this

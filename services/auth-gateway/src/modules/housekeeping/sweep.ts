@@ -47,7 +47,10 @@ export function createSweep({
 
   async function run(): Promise<void> {
     try {
-      if (!(await ready())) return;
+      if (!(await ready())) {
+        log.debug({ sweep: name }, 'sweep skipped: the database lacks migrations');
+        return;
+      }
       while (!stopped) {
         if ((await runBatch(batchSize)) < batchSize) return;
       }

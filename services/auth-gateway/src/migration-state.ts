@@ -8,21 +8,26 @@ export const SCHEMA_BEHIND = 'postgres schema is behind: run pnpm db:migrate';
 
 // Postgres's undefined_table: no kysely_migration, a database no migration ever ran on.
 const UNDEFINED_TABLE = '42P01';
+// insufficient_privilege: a gateway role granted the app's tables only, not kysely_migration.
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 /**
  * The migrations this code was written for (MIGRATIONS, from `pnpm db:types`) that the database has
  * not applied, oldest first: all of them on a database never migrated. Kysely's Migrator records each
  * migration it applies in kysely_migration; migrations this code does not know (a newer gateway's,
- * during a rolling deploy) do not count. One query.
+ * during a rolling deploy) do not count. Undefined when the gateway's role may not read that table:
+ * nothing can be told. One query.
  */
-export async function missingMigrations(db: Kysely<Database>): Promise<string[]> {
+export async function missingMigrations(db: Kysely<Database>): Promise<string[] | undefined> {
   try {
     const { rows } = await sql<{ name: string }>`
       select name from kysely_migration where name = any(${MIGRATIONS})`.execute(db);
     const applied = new Set(rows.map((row) => row.name));
     return MIGRATIONS.filter((name) => !applied.has(name));
   } catch (error) {
-    if (error instanceof pg.DatabaseError && error.code === UNDEFINED_TABLE) return [...MIGRATIONS];
+    if (!(error instanceof pg.DatabaseError)) throw error;
+    if (error.code === UNDEFINED_TABLE) return [...MIGRATIONS];
+    if (error.code === INSUFFICIENT_PRIVILEGE) return undefined;
     throw error;
   }
 }
@@ -41,7 +46,8 @@ export function schemaState(db: Kysely<Database>) {
     knownCurrent: () => current,
     /** One query until the schema is first seen current; none after. Rejects while Postgres does not answer. */
     async isCurrent(): Promise<boolean> {
-      if (!current) current = (await missingMigrations(db)).length === 0;
+      // A schema that cannot be read is taken as current: readiness then checks what it did before.
+      if (!current) current = ((await missingMigrations(db)) ?? []).length === 0;
       return current;
     },
   };
@@ -53,6 +59,13 @@ export async function warnIfSchemaBehind(
   log: { warn(fields: object, message: string): void },
 ): Promise<void> {
   const missing = await missingMigrations(db);
+  if (missing === undefined) {
+    log.warn(
+      {},
+      "Cannot tell whether the database has this gateway's migrations (permission denied for kysely_migration): readiness does not check them; grant SELECT on kysely_migration to the gateway's role",
+    );
+    return;
+  }
   if (missing.length === 0) return;
   const count =
     missing.length === 1 ? 'its missing migration is' : `its ${missing.length} missing migrations are`;
