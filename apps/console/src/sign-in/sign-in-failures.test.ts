@@ -52,4 +52,20 @@ describe('sign-in failures', () => {
       sendCodeFailure(failure(400, ['Validation failed', 'body/email must match format "email"'])),
     ).toMatch(/valid email address/);
   });
+
+  it('says why the API refuses an address that no mail could reach', () => {
+    expect(
+      sendCodeFailure(
+        failure(400, ['Validation failed', 'body.email has more than 64 characters before the @']),
+      ),
+    ).toBe('This email address has more than 64 characters before the @.');
+    expect(
+      sendCodeFailure(
+        failure(400, [
+          'Validation failed',
+          'body.email is in the .invalid domain, which never receives mail',
+        ]),
+      ),
+    ).toBe('This email address is in the .invalid domain, which never receives mail.');
+  });
 });

@@ -1,10 +1,13 @@
-import { failureText, isFailure, retryText } from '../failure-text.ts';
+import { failureText, isFailure, retryText, sentence } from '../failure-text.ts';
 
 /** Why no code was sent, for a person. */
 export function sendCodeFailure(error: unknown): string {
-  if (isFailure(error) && error.status === 400)
-    return 'Enter a valid email address, such as name@example.com.';
-  return failureText(error);
+  if (!isFailure(error) || error.status !== 400) return failureText(error);
+  // An address of the right form that no mail could reach: the API says why ("body.email has more
+  // than 64 characters before the @"); a malformed one gets the example.
+  const reason = error.messages.find((text) => /^body\.email (?!must match format)/.test(text));
+  if (reason !== undefined) return sentence(reason.replace(/^body\.email/, 'This email address'));
+  return 'Enter a valid email address, such as name@example.com.';
 }
 
 /** Why the code was not accepted, and what to do next. */
