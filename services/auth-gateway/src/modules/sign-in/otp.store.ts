@@ -115,32 +115,42 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
 
   const emailFailures = (email: string) => emailKey('failures', email);
   // The hourly budget is the inbox's (victim+1@… counts as victim@…), under the key the inbox's own
-  // address has: in another slot than the keys of any other spelling, so a scope (a script) of its own.
+  // address has. For most addresses that is the address itself, whose keys share one slot: one script.
+  // Another spelling's keys are in another slot than the inbox's, so its budget is a scope of its own.
   const sendScopes = (
     { email, mailbox }: Recipient,
     ip: string,
-  ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => [
-    [
-      { name: 'cooldown', key: emailKey('sent-recently', email), seconds: limits.resendCooldown, limit: 1 },
-      // No code would be accepted while the email's wrong guesses are at their bound: none is sent.
-      {
-        name: 'failures',
-        key: emailFailures(email),
-        seconds: DAY,
-        limit: limits.maxFailuresPerEmailPerDay,
-        gate: true,
-      },
-    ],
-    [
-      {
-        name: 'email',
-        key: emailKey('sends', mailbox),
-        seconds: HOUR,
-        limit: limits.maxSendsPerEmailPerHour,
-      },
-    ],
-    [{ name: 'ip', key: ipKey('sends', ip), seconds: HOUR, limit: limits.maxSendsPerIpPerHour }],
-  ];
+  ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => {
+    const cooldown = {
+      name: 'cooldown' as const,
+      key: emailKey('sent-recently', email),
+      seconds: limits.resendCooldown,
+      limit: 1,
+    };
+    const inbox = {
+      name: 'email' as const,
+      key: emailKey('sends', mailbox),
+      seconds: HOUR,
+      limit: limits.maxSendsPerEmailPerHour,
+    };
+    // No code would be accepted while the email's wrong guesses are at their bound: none is sent.
+    const failures = {
+      name: 'failures' as const,
+      key: emailFailures(email),
+      seconds: DAY,
+      limit: limits.maxFailuresPerEmailPerDay,
+      gate: true,
+    };
+    const sender = {
+      name: 'ip' as const,
+      key: ipKey('sends', ip),
+      seconds: HOUR,
+      limit: limits.maxSendsPerIpPerHour,
+    };
+    return mailbox === email
+      ? [[cooldown, inbox, failures], [sender]]
+      : [[cooldown, failures], [inbox], [sender]];
+  };
   const ipFailures = (ip: string): Window<'ip'>[] => [
     { name: 'ip', key: ipKey('failures', ip), seconds: HOUR, limit: limits.maxFailuresPerIpPerHour },
   ];
