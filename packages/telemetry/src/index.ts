@@ -3,6 +3,7 @@ import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
 
 export { meter, serveMetrics } from './metrics.ts';
+export { observeQueueJobs } from './queue-jobs.ts';
 
 /** pino `mixin`: the trace and span of the active span on every log line written inside one. */
 export function traceFields(): Record<string, string> {

@@ -88,4 +88,11 @@ describe('GET /metrics', () => {
     );
     expect(text).not.toContain(sessionId);
   });
+
+  it('counts the email jobs waiting in the queue it fills, which no mailer empties here', async () => {
+    const before = value(await scrape(), 'tessera_email_queue_jobs{state="waiting"}');
+    const sent = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'queued@example.com' });
+    expect(sent.statusCode).toBe(200);
+    expect(value(await scrape(), 'tessera_email_queue_jobs{state="waiting"}')).toBe(before + 1);
+  });
 });

@@ -18,7 +18,7 @@ import {
   warnIfClockDiffers,
   warnIfNotDurable,
 } from '@tessera/redis';
-import { bullmqTelemetry } from '@tessera/telemetry';
+import { bullmqTelemetry, observeQueueJobs } from '@tessera/telemetry';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
@@ -30,7 +30,7 @@ import { sendDeletionCancelled, sendDeletionScheduled } from './deletion-email.j
 import type { EmailResult, SendContext } from './deliver.ts';
 import { createDeliveriesStore } from './deliveries.store.ts';
 import { isMasked, maskEmail } from './mask.ts';
-import { emails, observeQueueJobs } from './metrics.ts';
+import { emails } from './metrics.ts';
 import { BACKOFF, type Backoff, backoffDelay, deliveryDeadline, ExpiredError } from './retry-policy.ts';
 import { sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';

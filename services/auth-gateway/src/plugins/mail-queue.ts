@@ -1,6 +1,6 @@
 import { EMAIL_QUEUE } from '@tessera/contracts';
 import { closeRedis, createRedis, type RedisTarget, reportOutages } from '@tessera/redis';
-import { bullmqTelemetry } from '@tessera/telemetry';
+import { bullmqTelemetry, observeQueueJobs } from '@tessera/telemetry';
 import { Queue } from 'bullmq';
 import fp from 'fastify-plugin';
 
@@ -10,7 +10,10 @@ declare module 'fastify' {
   }
 }
 
-/** The producer side of the `email` queue (BullMQ), on a connection of its own that fails fast. */
+/**
+ * The producer side of the `email` queue (BullMQ), on a connection of its own that fails fast; its job
+ * counts at /metrics (`tessera_email_queue_jobs`).
+ */
 export default fp<{ redis: RedisTarget; prefix: string }>(
   async function mailQueuePlugin(app, { redis, prefix }) {
     const connection = createRedis(redis, 'producer', () => {});
@@ -21,7 +24,9 @@ export default fp<{ redis: RedisTarget; prefix: string }>(
     // Its connection's errors, told above.
     queue.on('error', (err) => app.log.debug({ err }, 'mail queue error'));
     app.decorate('mailQueue', queue);
+    const stopObserving = observeQueueJobs(queue);
     app.addHook('onClose', async () => {
+      stopObserving();
       await queue.close();
       await closeRedis(connection);
     });
