@@ -118,6 +118,8 @@ export async function buildApp(
 
   // Modules
   await app.register(healthRoutes, { checks: services.readiness });
+  // The same checks for the operations port's probes (server.ts).
+  app.decorate('readiness', services.readiness);
   await app.register(jwksRoutes, { jwks: services.jwks });
   await app.register(signInRoutes, { prefix: '/api/v1/auth', signIn: services.signIn });
   await app.register(sessionsRoutes, { prefix: '/api/v1/auth', sessions: services.sessions });

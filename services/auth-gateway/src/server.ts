@@ -3,7 +3,6 @@ import { loadOrExit, startOrExit } from '@tessera/config';
 import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
-import { readinessChecks } from './modules/health/readiness.ts';
 
 /**
  * The gateway process: configuration, the public port, the operations port (metrics and health, for
@@ -19,7 +18,7 @@ const operations = await startOrExit(
   startOperationsServer({
     host: config.http.opsHost,
     port: config.http.opsPort,
-    checks: readinessChecks(app.db, app.redis),
+    checks: app.readiness,
   }),
 );
 

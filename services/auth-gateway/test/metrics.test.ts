@@ -1,6 +1,5 @@
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readinessChecks } from '../src/modules/health/readiness.ts';
 import { body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // Metrics are process-wide: this file runs one gateway, and reads counters as differences.
@@ -13,7 +12,7 @@ beforeAll(async () => {
   operations = await startOperationsServer({
     host: '127.0.0.1',
     port: 0,
-    checks: readinessChecks(gateway.app.db, gateway.app.redis),
+    checks: gateway.app.readiness,
   });
 });
 afterAll(async () => {

@@ -2,7 +2,7 @@ import type { RedisClient } from '@tessera/redis';
 import { NotReadyError, type ReadinessChecks } from '@tessera/telemetry';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../database.ts';
-import { SCHEMA_BEHIND, type SchemaState, schemaState } from '../../migration-state.ts';
+import { SCHEMA_BEHIND, type SchemaState } from '../../migration-state.ts';
 
 /**
  * The gateway is ready while Postgres and Redis answer and Postgres has every migration of this
@@ -12,7 +12,7 @@ import { SCHEMA_BEHIND, type SchemaState, schemaState } from '../../migration-st
 export function readinessChecks(
   db: Kysely<Database>,
   redis: RedisClient,
-  schema: SchemaState = schemaState(db),
+  schema: SchemaState,
 ): ReadinessChecks {
   return {
     postgres: async () => {

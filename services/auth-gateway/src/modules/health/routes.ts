@@ -4,6 +4,13 @@ import { checkReadiness, type ReadinessChecks } from '@tessera/telemetry';
 import { Type } from 'typebox';
 import { GatewayError } from '../../errors.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** What `/health/ready` checks, also for the operations port's probes. */
+    readiness: ReadinessChecks;
+  }
+}
+
 const CHECK_TIMEOUT_MS = 1000;
 
 /** Liveness and readiness for load balancers and orchestrators; never rate-limited. */
