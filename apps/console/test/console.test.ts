@@ -326,7 +326,7 @@ describe('sign-in', () => {
     await codeFromEmail(email, SENDS_PER_EMAIL - 1);
     await page.getByRole('button', { name: 'Send a new code' }).click();
     expect(await alertText(page)).toMatch(
-      /^Too many codes were requested for this email\. Try again in (\d+ minutes|1 hour)\.$/,
+      /^Too many codes were requested for this inbox \(an address and its \+tag spellings count together\)\. Try again in (\d+ minutes|1 hour)\.$/,
     );
     // The refusal replaces the last "on its way", and is about sending, not about the code typed.
     expect(await page.getByText(/A new code is on its way/).count()).toBe(0);

@@ -356,7 +356,7 @@ export interface components {
         SendCodeBody: {
             /**
              * Format: email
-             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII characters before the @, more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level domain (an IP address) and the .invalid domain.
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de. Refused, as mail servers would refuse them: non-ASCII characters before the @, more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level domain (an IP address) and the .invalid domain.
              */
             email: string;
         };
@@ -514,7 +514,7 @@ export interface components {
         VerifyCodeBody: {
             /**
              * Format: email
-             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII characters before the @, more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level domain (an IP address) and the .invalid domain.
+             * @description Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: " Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) form: user@bücher.de is user@xn--bcher-kva.de.
              */
             email: string;
             /** @description 4 digits */

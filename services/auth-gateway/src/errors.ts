@@ -28,7 +28,10 @@ export const ERRORS = {
   OTP_NOT_FOUND: { status: 404, detail: 'No active code for this email; request a new one' },
   OTP_LOCKED: { status: 409, detail: 'Too many wrong attempts; request a new code' },
   SEND_COOLDOWN: { status: 429, detail: 'A code was sent to this email moments ago' },
-  SEND_LIMIT_EMAIL: { status: 429, detail: 'Too many codes were requested for this email' },
+  SEND_LIMIT_EMAIL: {
+    status: 429,
+    detail: 'Too many codes were requested for this inbox (an address and its +tag spellings count together)',
+  },
   SEND_LIMIT_IP: { status: 429, detail: 'Too many codes were requested from this address' },
   VERIFY_LIMIT_EMAIL: { status: 429, detail: 'Too many wrong codes for this email' },
   VERIFY_LIMIT_IP: { status: 429, detail: 'Too many wrong codes from this address' },

@@ -589,7 +589,17 @@ describe('finalization', () => {
 
   it('does not deadlock with a refresh that rotates a token of the account while the sweep runs', async () => {
     const clock = manualClock(new Date(START));
-    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const { app, log } = await gateway(await deployment(), clock, {
+      ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
+      LOG_LEVEL: 'debug',
+    });
+    // The gateway's own sweep at start, done before the deletion is due: only the sweep below takes it.
+    await app.ready();
+    await eventually(
+      async () =>
+        log.some((line) => line.msg === 'sweep run ended' && line.sweep === 'account_deletion') || undefined,
+      "the gateway's start-up sweep",
+    );
     const mary = await signIn(app, 'mary@example.com');
     expect((await requestDeletion(app, mary.accessToken)).statusCode).toBe(200);
     clock.advance(GRACE);

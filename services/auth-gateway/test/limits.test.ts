@@ -161,7 +161,9 @@ describe('send limits (defaults)', () => {
     // The sixth code for the inbox, under a spelling never used: refused until the first is an hour old.
     const sixth = await send(gateway.app, 'victim+3@gmail.com', ip(9));
     await expectRetryAfter(gateway, sixth, HOUR, start);
-    expect(body(sixth).errors).toContain('Too many codes were requested for this email');
+    expect(body(sixth).errors).toContain(
+      'Too many codes were requested for this inbox (an address and its +tag spellings count together)',
+    );
     // Other inboxes, at Gmail or elsewhere, have budgets of their own.
     expect((await send(gateway.app, 'victim.b@gmail.com', ip(10))).statusCode).toBe(200);
     expect((await send(gateway.app, 'victim@example.net', ip(11))).statusCode).toBe(200);
@@ -212,6 +214,21 @@ describe('send limits (defaults)', () => {
       await gateway.app.redis.del(broken);
     }
     expect((await send(gateway.app, 'half-counted@example.com', '192.0.2.202')).statusCode).toBe(200);
+  });
+
+  it('counts nothing of a send that failed halfway under another spelling of an inbox either', async () => {
+    const broken = '{ip:192.0.2.203}:sends';
+    await gateway.app.redis.set(broken, 'not a log');
+    try {
+      const failed = await send(gateway.app, 'half+0@example.com', '192.0.2.203');
+      expect(failed.statusCode).toBeGreaterThanOrEqual(500);
+    } finally {
+      await gateway.app.redis.del(broken);
+    }
+    // The inbox's whole hourly budget is left: five codes, under five more spellings.
+    for (let i = 1; i <= 5; i++)
+      expect((await send(gateway.app, `half+${i}@example.com`, `192.0.2.${210 + i}`)).statusCode).toBe(200);
+    expectTooMany(await send(gateway.app, 'half+6@example.com', '192.0.2.220'));
   });
 
   it('records the first refusal of a full window as a security event, not every refused request', async () => {

@@ -19,18 +19,18 @@ describe('composeOtpEmail', () => {
       expect(body).toContain('nobody from Acme will ever ask you for it');
   });
 
-  it('tells how long the code stays valid, in whole minutes, and until when, the two agreeing', () => {
+  it('tells how long the code stays valid, in whole minutes, and the minute it no longer works', () => {
     const validity = (seconds: number) =>
       composeOtpEmail({ to: 'a@example.com', code: '4826', expiresAt: expiringIn(seconds) }, now, 'Acme')
         .text;
-    expect(validity(300)).toContain('It expires in 5 minutes, at 12:05 UTC.');
-    // A few seconds in the queue do not make a fresh code's 5 minutes 4.
-    expect(validity(296)).toContain('It expires in 5 minutes, at 12:05 UTC.');
-    expect(validity(290)).toContain('It expires in 4 minutes, at 12:04 UTC.');
-    expect(validity(150)).toContain('It expires in 2 minutes, at 12:02 UTC.');
-    expect(validity(60)).toContain('It expires in 1 minute, at 12:01 UTC.');
+    expect(validity(300)).toContain('It expires in 5 minutes, before 12:05 UTC.');
+    // A few seconds in the queue do not make a fresh code's 5 minutes 4; the time is never past its end.
+    expect(validity(296)).toContain('It expires in 5 minutes, before 12:05 UTC.');
+    expect(validity(290)).toContain('It expires in 4 minutes, before 12:05 UTC.');
+    expect(validity(150)).toContain('It expires in 2 minutes, before 12:03 UTC.');
+    expect(validity(60)).toContain('It expires in 1 minute, before 12:01 UTC.');
     // Never "0 minutes" for a code that still works.
-    expect(validity(30)).toContain('It expires in less than a minute, at 12:00 UTC.');
+    expect(validity(30)).toContain('It expires in less than a minute, before 12:01 UTC.');
   });
 
   it('writes a sender name that means something in HTML as text', () => {

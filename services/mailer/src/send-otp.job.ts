@@ -40,15 +40,15 @@ export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, pr
 const QUEUEING_MS = 5_000;
 
 /**
- * "It expires in 4 minutes, at 12:21 UTC.": the minutes left rounded down, and the time itself for an
- * email that arrives late, both from the expiry QUEUEING_MS later, so that they agree with each other
- * and with the reader's clock (at 12:00:00 a code ending 12:04:57 says "in 5 minutes, at 12:05").
+ * "It expires in 4 minutes, before 12:21 UTC.": the minutes left, rounded down (a few seconds of
+ * queueing forgiven), and, for an email that arrives late, the first whole minute it no longer works.
  */
 function expiry(expiresAt: string, now: Date): string {
-  const end = Date.parse(expiresAt) + QUEUEING_MS;
-  const minutes = Math.floor((end - now.getTime()) / 60_000);
+  const end = Date.parse(expiresAt);
+  const minutes = Math.floor((end + QUEUEING_MS - now.getTime()) / 60_000);
   const left = minutes < 1 ? 'less than a minute' : `${minutes} minute${minutes === 1 ? '' : 's'}`;
-  return `It expires in ${left}, at ${formatTime(new Date(end).toISOString())}.`;
+  const by = new Date(Math.ceil(end / 60_000) * 60_000).toISOString();
+  return `It expires in ${left}, before ${formatTime(by)}.`;
 }
 
 /** The code of a job; a seal that does not open with a known key will never open, so it is not retried. */

@@ -5,7 +5,7 @@ export function sendCodeFailure(error: unknown): string {
   if (!isFailure(error) || error.status !== 400) return failureText(error);
   // An address of the right form that no mail could reach: the API says why ("body.email has more
   // than 64 characters before the @"); a malformed one gets the example.
-  const reason = error.messages.find((text) => /^body\.email (?!must match format)/.test(text));
+  const reason = error.messages.find((text) => /^body\.email (has|is|must end) /.test(text));
   if (reason !== undefined) return sentence(reason.replace(/^body\.email/, 'This email address'));
   return 'Enter a valid email address, such as name@example.com.';
 }

@@ -57,6 +57,8 @@ export function createSweep({
     } catch (err) {
       sweepFailures.add(1, { sweep: name });
       log.error({ err, sweep: name }, 'sweep failed; the next run tries again');
+    } finally {
+      log.debug({ sweep: name }, 'sweep run ended');
     }
   }
 

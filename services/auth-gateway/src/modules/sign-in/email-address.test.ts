@@ -13,6 +13,15 @@ describe('normalizeEmail', () => {
     // Not a domain name at all: left for the format check.
     ['a@exä mple.com', 'a@exä mple.com'],
     ['no-at-sign', 'no-at-sign'],
+    // What a URL's host parser would cut at, decode or drop is no part of a domain name: left as written.
+    ['victim@gmail.com/ü', 'victim@gmail.com/ü'],
+    ['victim@gmail.com?ü', 'victim@gmail.com?ü'],
+    ['victim@gmail.com#ü', 'victim@gmail.com#ü'],
+    ['victim@gmail.com\\ü', 'victim@gmail.com\\ü'],
+    ['victim@example.com/ü.invalid', 'victim@example.com/ü.invalid'],
+    ['victim@%67mail.comü', 'victim@%67mail.comü'],
+    ['victim@gmail.com\u00ADü', 'victim@gmail.com\u00ADü'],
+    ['victim@example.com\tü', 'victim@example.com\tü'],
   ])('%j is %j', (raw, normalized) => {
     expect(normalizeEmail(raw)).toBe(normalized);
   });

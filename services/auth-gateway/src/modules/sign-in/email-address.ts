@@ -4,6 +4,9 @@ import { domainToASCII } from 'node:url';
 const LOCAL_PART_MAX = 64;
 const LABEL_MAX = 63;
 const NON_ASCII = /[^\p{ASCII}]/u;
+// What no domain name holds but a URL host parser would act on (cut at, decode, drop): such a domain
+// is left as written, for the format check to refuse, not read as the host of a URL.
+const NOT_A_NAME = /[\s/?#\\%:@[\]\u00AD]/;
 // Providers whose inboxes ignore the dots of the local part; googlemail.com is gmail.com.
 const DOTLESS_DOMAINS: ReadonlyMap<string, string> = new Map([
   ['gmail.com', 'gmail.com'],
@@ -27,7 +30,8 @@ const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => le
 export function normalizeEmail(raw: string): string {
   const email = raw.trim();
   const parts = split(email);
-  if (parts === undefined || !NON_ASCII.test(parts.domain)) return asciiLowerCase(email);
+  if (parts === undefined || !NON_ASCII.test(parts.domain) || NOT_A_NAME.test(parts.domain))
+    return asciiLowerCase(email);
   return `${asciiLowerCase(parts.local)}@${domainToASCII(parts.domain) || parts.domain}`;
 }
 

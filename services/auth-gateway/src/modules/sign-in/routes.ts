@@ -7,14 +7,18 @@ import { normalizeEmail, undeliverable } from './email-address.ts';
 import { sendOtpEmailSchema, verifyOtpEmailSchema } from './schemas.ts';
 import type { SignInService } from './sign-in.service.ts';
 
-// Normalized before validation, so the schema checks (and every later use sees) the canonical address;
-// an address no mail could reach is refused here, with what is wrong with it, as the schema's field says.
+// Normalized before validation, so the schema checks (and every later use sees) the canonical address.
 async function normalizeEmailField(request: FastifyRequest) {
   const body = request.body as { email?: unknown } | undefined;
-  if (!body || typeof body !== 'object' || typeof body.email !== 'string') return;
-  const email = normalizeEmail(body.email);
-  body.email = email;
-  const problem = undeliverable(email);
+  if (body && typeof body === 'object' && typeof body.email === 'string')
+    body.email = normalizeEmail(body.email);
+}
+
+// No code is sent where no mail could reach, and the client is told what is wrong with the address, as
+// the schema's field says. Verification takes any address: one that signed up before still signs in.
+async function refuseUndeliverable(request: FastifyRequest) {
+  const email = (request.body as { email?: unknown } | null | undefined)?.email;
+  const problem = typeof email === 'string' ? undeliverable(email) : undefined;
   if (problem !== undefined) throw new GatewayError('VALIDATION_FAILED', [`body.email ${problem}`]);
 }
 
@@ -22,7 +26,7 @@ async function normalizeEmailField(request: FastifyRequest) {
 const signInRoutes: FastifyPluginAsyncTypebox<{ signIn: SignInService }> = async (app, { signIn }) => {
   app.addHook('preValidation', normalizeEmailField);
 
-  app.post('/send-otp-email', { schema: sendOtpEmailSchema }, (request) =>
+  app.post('/send-otp-email', { schema: sendOtpEmailSchema, preValidation: refuseUndeliverable }, (request) =>
     signIn.sendCode(request.body.email, clientInfo(request)),
   );
 

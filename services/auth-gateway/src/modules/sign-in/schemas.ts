@@ -3,17 +3,19 @@ import { Type } from 'typebox';
 import { TOKEN_PAIR_EXAMPLE, TokenPair } from '../tokens/schemas.ts';
 import { USER_EXAMPLE, User } from '../users/user.ts';
 
-// Checked after normalization, and against the rules the description gives, by the route's
-// preValidation hook (email-address.ts).
-const Email = Type.String({
+// Checked after normalization (email-address.ts, the routes' preValidation hooks).
+const NORMALIZED =
+  'Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: ' +
+  '" Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) ' +
+  'form: user@bücher.de is user@xn--bcher-kva.de.';
+const Email = Type.String({ format: 'email', maxLength: 254, description: NORMALIZED });
+const SendTo = Type.String({
   format: 'email',
   maxLength: 254,
   description:
-    'Surrounding blanks are trimmed and the address is lower-cased before it is checked and used: ' +
-    '" Alice@Example.com " is alice@example.com. A domain in Unicode is taken in its ASCII (punycode) ' +
-    'form: user@bücher.de is user@xn--bcher-kva.de. Refused, as no mail could reach them: non-ASCII ' +
-    'characters before the @, more than 64 characters before the @, a domain label of more than 63, ' +
-    'an all-numeric top-level domain (an IP address) and the .invalid domain.',
+    `${NORMALIZED} Refused, as mail servers would refuse them: non-ASCII characters before the @, ` +
+    'more than 64 characters before the @, a domain label of more than 63, an all-numeric top-level ' +
+    'domain (an IP address) and the .invalid domain.',
 });
 const SignupTag = (description: string) =>
   Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$', description }));
@@ -27,7 +29,7 @@ export const sendOtpEmailSchema = {
   security: [],
   body: named(
     'SendCodeBody',
-    Type.Object({ email: Email }, { examples: [{ email: 'alice@example.com' }] }),
+    Type.Object({ email: SendTo }, { examples: [{ email: 'alice@example.com' }] }),
     'The email address to send a sign-in code to',
   ),
   response: {

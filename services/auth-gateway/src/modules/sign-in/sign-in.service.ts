@@ -75,8 +75,11 @@ export function createSignInService(options: SignInServiceOptions) {
     async sendCode(email: string, client: ClientInfo) {
       const code = generateCode();
       const expiresAt = new Date(clock.now().getTime() + options.otpTtl * 1000);
-      const issued = await otp.issue({ email, mailbox: mailboxOf(email) }, code, client.ipAddress);
-      if (issued.refusal) return refuse('send', issued.refusal, email, client);
+      const mailbox = mailboxOf(email);
+      const issued = await otp.issue({ email, mailbox }, code, client.ipAddress);
+      // The inbox's budget is its owner's: the event goes to the account of the inbox's own address.
+      if (issued.refusal)
+        return refuse('send', issued.refusal, issued.refusal.window === 'email' ? mailbox : email, client);
       try {
         await options.enqueueOtpEmail(randomUUID(), { to: email, code, expiresAt: expiresAt.toISOString() });
       } catch (error) {
