@@ -4,7 +4,15 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfigSchema } from '../src/config.ts';
-import { ageRedis, body, GENEROUS_LIMITS, type Json, startGateway, type TestGateway } from './helpers.ts';
+import {
+  ageRedis,
+  body,
+  GENEROUS_LIMITS,
+  type Json,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 const SEND = '/api/v1/auth/send-otp-email';
 const VERIFY = '/api/v1/auth/verify-otp-email';
@@ -229,6 +237,20 @@ describe('send limits (defaults)', () => {
     for (let i = 1; i <= 5; i++)
       expect((await send(gateway.app, `half+${i}@example.com`, `192.0.2.${210 + i}`)).statusCode).toBe(200);
     expectTooMany(await send(gateway.app, 'half+6@example.com', '192.0.2.220'));
+  });
+
+  it("records an inbox's first refusal for the account of the inbox's own address", async () => {
+    const owner = await signIn(gateway.app, 'owner@example.org');
+    for (let i = 1; i <= 4; i++)
+      expect((await send(gateway.app, `owner+${i}@example.org`, `192.0.2.${230 + i}`)).statusCode).toBe(200);
+    expectTooMany(await send(gateway.app, 'owner+5@example.org', '192.0.2.239'));
+    const events = await gateway.app.db
+      .selectFrom('securityEvents')
+      .select(['type', 'details'])
+      .where('userId', '=', String(owner.user._id))
+      .where('type', '=', 'rate_limited')
+      .execute();
+    expect(events).toEqual([{ type: 'rate_limited', details: { limit: 'send:email' } }]);
   });
 
   it('records the first refusal of a full window as a security event, not every refused request', async () => {
