@@ -7,7 +7,6 @@ import {
   startPrivatePostgres,
   startSmtpSink,
   type TestRedis,
-  waitUntil,
 } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -73,12 +72,7 @@ it('answers 503 while Postgres is down, writes nothing by halves, and signs in w
   expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
 
   await postgres.start();
-  await waitUntil('gateway ready again', () =>
-    fetch(`${tessera.baseUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    ),
-  );
+  await tessera.readyAgain();
   // The codes the outage met were given back: the same code signs in.
   for (const email of during) expect((await signIn(email, codes.get(email) ?? '')).status).toBe(200);
   // The refresh that met the outage did not rotate the token: it still works, once.

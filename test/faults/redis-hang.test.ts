@@ -1,33 +1,21 @@
-import {
-  createTestDatabase,
-  type PrivateRedis,
-  type SmtpSink,
-  startPrivateRedis,
-  startSmtpSink,
-  type TestDatabase,
-} from '@tessera/testing';
+import type { PrivateRedis } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTessera, type Tessera } from './tessera.ts';
+import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
 // Redis hung with its connections open (SIGSTOP: no reset, no answer), as a stalled or partitioned
 // server looks to its clients: the gateway answers 503 with Retry-After instead of holding requests,
 // and serves as before once Redis answers again.
 
+let fault: Awaited<ReturnType<typeof startOnPrivateRedis>>;
 let redis: PrivateRedis;
-let database: TestDatabase;
-let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  [redis, database, sink] = await Promise.all([startPrivateRedis(), createTestDatabase(), startSmtpSink()]);
-  tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink });
+  fault = await startOnPrivateRedis();
+  ({ redis, tessera } = fault);
   tessera.startMailer();
 });
-
-afterAll(async () => {
-  await tessera?.stop();
-  await Promise.all([redis?.remove(), database?.drop(), sink?.close()]);
-});
+afterAll(() => fault?.remove());
 
 it('answers 503 while Redis hangs, and serves as before once it answers', { timeout: 60_000 }, async () => {
   const code = await tessera.codeByEmail('hung@example.com');

@@ -1,44 +1,28 @@
-import {
-  createTestDatabase,
-  type PrivateRedis,
-  type SmtpSink,
-  startPrivateRedis,
-  startSmtpSink,
-  type TestDatabase,
-  waitUntil,
-} from '@tessera/testing';
+import { type PrivateRedis, type SmtpSink, waitUntil } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTessera, type Tessera } from './tessera.ts';
+import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
 // Redis as the README tells operators to run it (AOF, fsync every second, no eviction), crashed
 // with SIGKILL while sends are queued and no mailer runs: the gateway answers 503s while it is away,
 // and every send it accepted before the crash is emailed once the mailer comes.
 
+let fault: Awaited<ReturnType<typeof startOnPrivateRedis>>;
 let redis: PrivateRedis;
-let database: TestDatabase;
 let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  [redis, database, sink] = await Promise.all([
-    startPrivateRedis([
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'everysec',
-      '--maxmemory-policy',
-      'noeviction',
-    ]),
-    createTestDatabase(),
-    startSmtpSink(),
+  fault = await startOnPrivateRedis([
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--maxmemory-policy',
+    'noeviction',
   ]);
-  tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink });
+  ({ redis, sink, tessera } = fault);
 });
-
-afterAll(async () => {
-  await tessera?.stop();
-  await Promise.all([redis?.remove(), database?.drop(), sink?.close()]);
-});
+afterAll(() => fault?.remove());
 
 it('keeps every accepted send across a Redis crash, and answers 503 with Retry-After while Redis is away', {
   timeout: 60_000,
@@ -58,12 +42,7 @@ it('keeps every accepted send across a Redis crash, and answers 503 with Retry-A
   expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
 
   await redis.start();
-  await waitUntil('gateway ready again', () =>
-    fetch(`${tessera.baseUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    ),
-  );
+  await tessera.readyAgain();
   tessera.startMailer();
   const emailed = (email: string) => sink.messages.some((mail) => mail.to.includes(email));
   await waitUntil('every accepted send emailed', () => people.every(emailed)).catch(() => {

@@ -1,37 +1,21 @@
-import {
-  createTestDatabase,
-  type PrivateRedis,
-  type SmtpSink,
-  startPrivateRedis,
-  startSmtpSink,
-  type TestDatabase,
-  waitUntil,
-} from '@tessera/testing';
+import type { PrivateRedis, SmtpSink } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type Json, startTessera, type Tessera } from './tessera.ts';
+import { type Json, startOnPrivateRedis, type Tessera } from './tessera.ts';
 
 // Redis run without persistence (against the README's advice), killed and back empty: the emails
 // still queued and the codes are lost, and access tokens fail closed until their clients refresh;
 // a session ended before the crash stays ended.
 
+let fault: Awaited<ReturnType<typeof startOnPrivateRedis>>;
 let redis: PrivateRedis;
-let database: TestDatabase;
 let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  [redis, database, sink] = await Promise.all([
-    startPrivateRedis(['--appendonly', 'no']),
-    createTestDatabase(),
-    startSmtpSink(),
-  ]);
-  tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink });
+  fault = await startOnPrivateRedis(['--appendonly', 'no']);
+  ({ redis, sink, tessera } = fault);
 });
-
-afterAll(async () => {
-  await tessera?.stop();
-  await Promise.all([redis?.remove(), database?.drop(), sink?.close()]);
-});
+afterAll(() => fault?.remove());
 
 async function signIn(email: string): Promise<Json> {
   const code = await tessera.codeByEmail(email);
@@ -61,12 +45,7 @@ it('loses the queued emails and the codes; access tokens fail closed until a ref
   }
   await redis.stop('SIGKILL');
   await redis.start();
-  await waitUntil('gateway ready again', () =>
-    fetch(`${tessera.baseUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    ),
-  );
+  await tessera.readyAgain();
 
   // The session is in Postgres, its mark of being active was in Redis: refused until refreshed.
   const refused = await sessions(kept.accessToken);

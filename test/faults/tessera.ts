@@ -1,5 +1,14 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { type ServiceProcess, type SmtpSink, startGatewayProcess, startService } from '@tessera/testing';
+import {
+  createTestDatabase,
+  type ServiceProcess,
+  type SmtpSink,
+  startGatewayProcess,
+  startPrivateRedis,
+  startService,
+  startSmtpSink,
+  waitUntil,
+} from '@tessera/testing';
 
 // Tessera as an operator runs it, for the fault tests: the gateway and the mailer as processes in
 // production mode, pointed at the servers the test owns.
@@ -29,6 +38,8 @@ export interface Tessera {
   ): Promise<{ status: number; headers: Headers; json: Json }>;
   /** Requests a code for `email` and reads it from the email the mailer delivered. */
   codeByEmail(email: string): Promise<string>;
+  /** Waits until the gateway's readiness probe answers 200 again (after a dependency came back). */
+  readyAgain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -94,8 +105,43 @@ export async function startTessera(backends: Backends, env: Record<string, strin
       seen.add(mail);
       return /\b(\d{4})\b/.exec(mail.subject)?.[1] ?? '';
     },
+    readyAgain: () =>
+      waitUntil('gateway ready again', () =>
+        fetch(`${baseUrl}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
     async stop() {
       await Promise.all([gateway, ...mailers].map((service) => service.stop('SIGKILL')));
+    },
+  };
+}
+
+/**
+ * Tessera on a redis-server of the test's own (started with `redisArgs`), with a database and an SMTP
+ * sink of its own; `remove` stops Tessera and removes all three.
+ */
+export async function startOnPrivateRedis(redisArgs: string[] = []) {
+  const [redis, database, sink] = await Promise.all([
+    startPrivateRedis(redisArgs),
+    createTestDatabase(),
+    startSmtpSink(),
+  ]);
+  const removeBackends = () => Promise.all([redis.remove(), database.drop(), sink.close()]);
+  const tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink }).catch(
+    async (error: unknown) => {
+      await removeBackends();
+      throw error;
+    },
+  );
+  return {
+    redis,
+    sink,
+    tessera,
+    async remove() {
+      await tessera.stop();
+      await removeBackends();
     },
   };
 }
