@@ -8,6 +8,8 @@ import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
   createTestRedis,
+  type Json,
+  jsonClient,
   mentionsCode,
   type OtlpSink,
   type ReceivedSpan,
@@ -34,25 +36,12 @@ let traces: OtlpSink;
 let baseUrl: string;
 let opsUrl: string;
 let compileCache: string;
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
-type Json = Record<string, any>;
 const processes: ServiceProcess[] = [];
 
 /** What both services wrote so far. */
 const logs = () => processes.map((service) => service.output()).join('');
 
-async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}),
-      'user-agent': 'e2e-client',
-    },
-    body: payload === undefined ? undefined : JSON.stringify(payload),
-  });
-  return { status: response.status, json: (await response.json()) as Json };
-}
+let call: ReturnType<typeof jsonClient>;
 
 beforeAll(async () => {
   [database, sink, traces] = await Promise.all([createTestDatabase(), startSmtpSink(), startOtlpSink()]);
@@ -96,6 +85,7 @@ beforeAll(async () => {
     OTP_RESEND_COOLDOWN: '0',
   });
   ({ url: baseUrl, opsUrl } = started);
+  call = jsonClient(baseUrl, { 'user-agent': 'e2e-client' });
   processes.unshift(started.gateway);
 });
 

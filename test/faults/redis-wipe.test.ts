@@ -1,6 +1,6 @@
-import type { PrivateRedis, SmtpSink } from '@tessera/testing';
+import type { Json, PrivateRedis, SmtpSink } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type Json, startOnPrivateRedis, type Tessera } from './tessera.ts';
+import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
 // Redis run without persistence (against the README's advice), killed and back empty: the emails
 // still queued and the codes are lost, and access tokens fail closed until their clients refresh;

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import {
   createTestDatabase,
+  jsonClient,
   type ServiceProcess,
   type SmtpSink,
   startGatewayProcess,
@@ -22,20 +23,12 @@ export interface Backends {
   sink: SmtpSink;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
-export type Json = Record<string, any>;
-
 export interface Tessera {
   baseUrl: string;
   gateway: ServiceProcess;
   /** Starts a mailer process (as many as the test wants). */
   startMailer(): ServiceProcess;
-  call(
-    method: string,
-    path: string,
-    payload?: unknown,
-    accessToken?: string,
-  ): Promise<{ status: number; headers: Headers; json: Json }>;
+  call: ReturnType<typeof jsonClient>;
   /** Requests a code for `email` and reads it from the email the mailer delivered. */
   codeByEmail(email: string): Promise<string>;
   /** Waits until the gateway's readiness probe answers 200 again (after a dependency came back). */
@@ -68,19 +61,7 @@ export async function startTessera(backends: Backends, env: Record<string, strin
   });
   const mailers: ServiceProcess[] = [];
 
-  async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
-    const response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: {
-        ...(payload !== undefined && { 'content-type': 'application/json' }),
-        ...(accessToken && { authorization: `Bearer ${accessToken}` }),
-      },
-      body: payload === undefined ? undefined : JSON.stringify(payload),
-      // A request that hangs fails the test instead of stalling it.
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: response.status, headers: response.headers, json: (await response.json()) as Json };
-  }
+  const call = jsonClient(baseUrl);
 
   const seen = new Set<object>();
 

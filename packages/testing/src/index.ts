@@ -1,3 +1,4 @@
+export { type Json, type JsonAnswer, jsonClient } from './json-client.ts';
 export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts';
 export {
   createDatabase,

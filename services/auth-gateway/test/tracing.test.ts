@@ -2,6 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import {
   createTestDatabase,
   createTestRedis,
+  jsonClient,
   type OtlpSink,
   type ReceivedSpan,
   type ServiceProcess,
@@ -47,6 +48,7 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
   ({ gateway, url: baseUrl } = started);
+  call = jsonClient(baseUrl);
 });
 
 afterAll(async () => {
@@ -54,20 +56,7 @@ afterAll(async () => {
   await Promise.all([otlp?.close(), database?.drop(), redis?.flush()]);
 });
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field
-type Json = Record<string, any>;
-
-async function call(method: string, path: string, payload?: unknown, accessToken?: string) {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}),
-    },
-    body: payload === undefined ? undefined : JSON.stringify(payload),
-  });
-  return { status: response.status, json: (await response.json()) as Json };
-}
+let call: ReturnType<typeof jsonClient>;
 
 async function signIn(email: string) {
   const sent = await call('POST', '/api/v1/auth/send-otp-email', { email });
