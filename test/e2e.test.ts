@@ -102,6 +102,8 @@ async function signInByEmail(email: string) {
   expect(sent.json.data).not.toHaveProperty('code');
   const mail = await sink.waitFor((m) => m.to.includes(email) && !usedSubjects.has(m.subject));
   usedSubjects.add(mail.subject);
+  // Production never sends a code over a connection that STARTTLS did not upgrade.
+  expect(mail.tls).toBe(true);
   const code = /\b(\d{4})\b/.exec(mail.subject)?.[1] ?? '';
   expect(mail.text).toContain(code);
   expect(mail.html).toContain(code);

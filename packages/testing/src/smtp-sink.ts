@@ -10,6 +10,10 @@ export interface ReceivedMail {
   html: string;
   /** Each header's last value, by its name in lower case. */
   headers: Record<string, string>;
+  /** Whether the message came over a connection upgraded with STARTTLS. */
+  tls: boolean;
+  /** The name the client gave in its EHLO. */
+  ehlo: string;
 }
 
 export interface SmtpSink {
@@ -30,10 +34,18 @@ export interface SmtpSink {
 export interface SmtpSinkOptions {
   /** Answers each message only after this long, so that deliveries stay in flight for a while. */
   delayMs?: number;
+  /**
+   * Offers STARTTLS, with smtp-server's own self-signed certificate (the default; `url` then tells the
+   * client to accept it), as most mail servers do. `false`: a server that offers none.
+   */
+  starttls?: boolean;
 }
 
 /** A real SMTP server on a free loopback port that keeps what it receives, parsed. */
-export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Promise<SmtpSink> {
+export async function startSmtpSink({
+  delayMs = 0,
+  starttls = true,
+}: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   let failures = { count: 0, code: 451, command: 'DATA' };
@@ -48,7 +60,7 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
 
   const server = new SMTPServer({
     authOptional: true,
-    disabledCommands: ['STARTTLS'],
+    disabledCommands: starttls ? [] : ['STARTTLS'],
     logger: false,
     // Closing hangs up on connections a client keeps open (a mailer's pool), like a server going away.
     closeTimeout: 200,
@@ -80,6 +92,8 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
               text: mail.text ?? '',
               html: mail.html ?? '',
               headers: Object.fromEntries(mail.headers.map(({ key, value }) => [key, value])),
+              tls: session.secure,
+              ehlo: session.hostNameAppearsAs,
             });
             for (const wake of waiters) wake();
             callback();
@@ -99,7 +113,7 @@ export async function startSmtpSink({ delayMs = 0 }: SmtpSinkOptions = {}): Prom
   const { port } = server.server.address() as AddressInfo;
 
   return {
-    url: `smtp://127.0.0.1:${port}`,
+    url: `smtp://127.0.0.1:${port}${starttls ? '/?tls.rejectUnauthorized=false' : ''}`,
     messages,
     inFlight: () => inFlight,
     failNext(count, code = 451, command = 'DATA') {

@@ -31,7 +31,7 @@ export const MailerConfigSchema = Type.Object({
         Type.String({
           pattern: '^smtps?://',
           description:
-            '`smtp://user:pass@host:587` or `smtps://…:465`. Required in production; unset in development, mail goes to the outbox.',
+            "`smtp://user:pass@host:587` (upgraded with STARTTLS, which production requires: `?requireTLS=false` allows a server that offers none, such as a relay on the same host) or `smtps://…:465`. Query options go to nodemailer: `?name=mail.example.com` is the name the mailer gives in `EHLO` (by default the host's name if it holds a dot, else `[127.0.0.1]`). Required in production; unset in development, mail goes to the outbox.",
         }),
       ),
     ),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { NotReadyError } from '@tessera/telemetry';
 import nodemailer from 'nodemailer';
 import type { MailerConfig } from './config.ts';
 import { AUTOMATED, createMimeBuilder, type Email, type RawMessage } from './mime.ts';
@@ -33,6 +34,9 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
   // to catch clients that talk too soon) and the TLS handshake: kept open, it is paid once per maxMessages.
   const smtp = nodemailer.createTransport({
     url,
+    // Without it nodemailer sends the login and the codes in clear text whenever a `smtp://` server offers
+    // no STARTTLS, or someone on the way strips the offer. The URL may still say `?requireTLS=false`.
+    requireTLS: config.env === 'production',
     pool: true,
     maxConnections: config.smtp.maxConnections,
     maxMessages: config.smtp.maxMessages,
@@ -50,12 +54,19 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
       });
     },
     async verify() {
-      await smtp.verify();
+      await smtp.verify().catch((error: { command?: string; responseCode?: number }) => {
+        if (error.command === 'STARTTLS' && error.responseCode !== undefined)
+          throw new NotReadyError(NO_STARTTLS);
+        throw error;
+      });
     },
     // Connections still carrying a message finish it first (the worker has finished its jobs by then anyway).
     close: () => smtp.close(),
   };
 }
+
+const NO_STARTTLS =
+  'smtp offers no STARTTLS, and production sends no mail in clear text (unless SMTP_URL says ?requireTLS=false)';
 
 /** nodemailer's transport interface, as its SMTP pool implements it. */
 interface PoolTransport {
