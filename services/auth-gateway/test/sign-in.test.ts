@@ -2,8 +2,9 @@ import { EMAIL_BACKOFF, EMAIL_QUEUE, openCode, SEND_OTP_JOB, type SendOtpJobData
 import { mentionsCode } from '@tessera/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { body, post, startGateway, type TestGateway } from './helpers.ts';
+import { ageRedis, body, post, startGateway, type TestGateway } from './helpers.ts';
 
 const SEND = '/api/v1/auth/send-otp-email';
 const VERIFY = '/api/v1/auth/verify-otp-email';
@@ -274,6 +275,28 @@ describe('POST /api/v1/auth/verify-otp-email', () => {
     );
     const statuses = responses.map((r) => r.statusCode).sort();
     expect(statuses).toEqual([...Array(5).fill(400), ...Array(7).fill(409)]);
+  });
+
+  it('gives an accepted code back as it was when its session cannot be made: no longer life, no fresh attempts', async () => {
+    const email = 'olga@example.com';
+    const { code } = await send(email);
+    expect(body(await verify(email, wrongCode(code))).errors[2]).toBe('4 attempt(s) left for this code');
+    await ageRedis(gateway, 290);
+    // Postgres refuses every new session for a while.
+    const db = new pg.Client({ connectionString: gateway.config.database.url });
+    await db.connect();
+    try {
+      await db.query('alter table sessions add constraint refuse_all check (false) not valid');
+      expect((await verify(email, code)).statusCode).toBeGreaterThanOrEqual(500);
+    } finally {
+      await db.query('alter table sessions drop constraint if exists refuse_all');
+      await db.end();
+    }
+
+    expect(body(await verify(email, wrongCode(code))).errors[2]).toBe('3 attempt(s) left for this code');
+    // The 300 s the code had when it was sent are over: it is gone, as it would have been.
+    await ageRedis(gateway, 11);
+    expect((await verify(email, code)).statusCode).toBe(404);
   });
 
   it('rejects a code that is not 4 digits', async () => {

@@ -11,7 +11,8 @@ import {
 } from '../limits/sliding-window.ts';
 
 export type VerifyOutcome =
-  | { result: 'ok' }
+  /** The code as it was when accepted, for `reinstate`. */
+  | { result: 'ok'; accepted: AcceptedCode }
   /**
    * `lockedOut`: what this wrong guess has just locked (the code, the email's or the IP's budget);
    * `emailRetryAfter`: when it locked the email's, the seconds until a code is accepted again.
@@ -23,10 +24,17 @@ export type VerifyOutcome =
 
 export type LockOut = 'code' | 'email' | 'ip';
 
+/** An accepted code's wrong guesses and end (ms since the epoch, by the Redis server's clock). */
+export interface AcceptedCode {
+  attempts: number;
+  expiresAt: number;
+}
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
+    reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
   }
 }
 
@@ -53,8 +61,9 @@ for i = 1, math.min(#stored, #given) do
   diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
 end
 if diff == 0 then
+  local expires_at = now + redis.call('PTTL', code_key)
   redis.call('DEL', code_key)
-  return {'ok', 0, 0}
+  return {'ok', attempts, expires_at}
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
 record(failures_key, now, window, member)
@@ -67,6 +76,14 @@ const STORE_OTP = `
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', 0)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+`;
+
+// An accepted code put back as it was: its wrong guesses still counted and its end unchanged (gone
+// at once if that has passed), unless a newer code has replaced it meanwhile.
+const REINSTATE_OTP = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return end
+redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 `;
 
 export interface OtpLimits {
@@ -105,6 +122,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
   redis.defineCommand('verifyOtp', { numberOfKeys: 3, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
+  redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -187,8 +205,13 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       return { refusal: undefined, withdraw: () => withdraw(recipient, ip, counted.event) };
     },
 
-    /** Puts an accepted code back (its session could not be created), outside every limit. */
-    reinstate: store,
+    /**
+     * Puts an accepted code back (its session could not be created), outside every limit, with the
+     * wrong guesses and the end it had: a retry does not lengthen its life or reset its attempts.
+     */
+    async reinstate(email: string, code: string, { attempts, expiresAt }: AcceptedCode) {
+      await redis.reinstateOtp(emailKey('otp', email), hashOf(email, code), attempts, expiresAt);
+    },
 
     /**
      * The IP's failure budget lives in another slot than the code, so the code's script cannot check
@@ -201,8 +224,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       const taken = await windows.hit([ipFailures(ip)]);
       if (taken.refusal) return { result: 'limited', refusal: taken.refusal };
       const failures = emailFailures(email);
-      // n: attempts left (wrong) or the wait in ms (limited); m: the email's wait in ms (wrong), or
-      // whether this is the first refusal (limited).
+      // n: attempts left (wrong), the wait in ms (limited) or the wrong guesses (ok); m: the email's
+      // wait in ms (wrong), whether this is the first refusal (limited) or the code's end (ok).
       const [result, n, m] = await redis.verifyOtp(
         emailKey('otp', email),
         failures,
@@ -232,6 +255,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         case 'limited':
           return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: m === 1 } };
         case 'ok':
+          return { result, accepted: { attempts: n, expiresAt: m } };
         case 'locked':
         case 'missing':
           return { result };

@@ -146,7 +146,7 @@ export function createSignInService(options: SignInServiceOptions) {
       } catch (error) {
         // The right code was consumed but no session came of it (Postgres down): give it back so
         // the user can retry with the same email instead of being told the code is gone.
-        await otp.reinstate(email, code).catch(() => undefined);
+        await otp.reinstate(email, code, outcome.accepted).catch(() => undefined);
         throw error;
       }
     },
