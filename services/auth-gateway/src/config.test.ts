@@ -84,6 +84,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ OTP_SECRET: ' '.repeat(36) })).toThrowError(
       'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
     );
+    expect(() => loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '60' })).toThrowError(
+      'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL',
+    );
+    expect(loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '59' }).sessions.refreshReuseGrace).toBe(
+      59,
+    );
     // A secret read from a file ends with a newline.
     expect(loadConfig({ OTP_SECRET: `${'s'.repeat(32)}\n` }).otp.secret).toBe(`${'s'.repeat(32)}\n`);
   });

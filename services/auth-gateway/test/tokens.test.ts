@@ -148,12 +148,29 @@ describe('POST /api/v1/auth/refresh-token', () => {
     }
   });
 
-  it('returns the same successor pair to a retry inside the grace window', async () => {
+  it('returns the same successor pair to a retry inside the grace window, with what is left of its lifetimes', async () => {
     const first = await signIn(gateway.app, 'trent@example.com');
     const a = body(await refresh(first.refreshToken)).data;
     clock.advance(5);
     const b = body(await refresh(first.refreshToken)).data;
-    expect(b).toEqual(a);
+    expect(b).toEqual({ ...a, expiresIn: a.expiresIn - 5, refreshExpiresIn: a.refreshExpiresIn - 5 });
+    // To the second (the token's times are whole seconds).
+    const left = decode(b.accessToken).payload.exp - clock.now().getTime() / 1000;
+    expect(Math.abs(left - b.expiresIn)).toBeLessThan(1);
+  });
+
+  it('ends the whole session when a rotated token comes back from a clock behind the rotation by more than the window', async () => {
+    // Another gateway, whose clock is 5 minutes behind this one's, gets the old token 200 s later.
+    const first = await signIn(gateway.app, 'tamara@example.com');
+    const next = body(await refresh(first.refreshToken)).data;
+    clock.advance(200 - 300);
+    try {
+      const reuse = await refresh(first.refreshToken);
+      expect(reuse.statusCode).toBe(401);
+      expect((await listSessions(next.accessToken)).statusCode).toBe(401);
+    } finally {
+      clock.advance(300 - 200);
+    }
   });
 
   it('ends the whole session when a rotated token is reused after the grace window', async () => {

@@ -22,17 +22,23 @@ export interface SessionsContext {
 
 export const seconds = (n: number) => n * 1000;
 
-/** The pair a client gets: a new access token for `claims` and the given refresh token. */
+/**
+ * The pair a client gets: an access token for `claims` issued at `issuedAt`, and the given refresh
+ * token, issued then too. Given again later (a retry inside the grace window), their lifetimes are
+ * told from `now`: what is left of them.
+ */
 export function tokenPair(
   context: SessionsContext,
   claims: AccessClaims,
   refreshToken: string,
   issuedAt: Date,
+  now = issuedAt,
 ): TokenPair {
+  const age = Math.max(0, Math.ceil((now.getTime() - issuedAt.getTime()) / 1000));
   return {
     accessToken: context.tokens.signAccessToken(claims, issuedAt),
     refreshToken,
-    expiresIn: context.accessTokenTtl,
-    refreshExpiresIn: context.refreshTokenTtl,
+    expiresIn: context.accessTokenTtl - age,
+    refreshExpiresIn: context.refreshTokenTtl - age,
   };
 }
