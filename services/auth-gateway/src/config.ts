@@ -144,7 +144,7 @@ export const GatewayConfigSchema = Type.Object({
     resendCooldown: Int(
       'OTP_RESEND_COOLDOWN',
       60,
-      'Seconds (at most an hour) before another code may be sent to the same email (reported as `resendIn`).',
+      'Seconds (at most an hour) before another code may be sent to the same email. A send answers `resendIn`: this, or the longer wait when its code has just filled the hourly budget of the inbox or of the client IP.',
       {
         minimum: 0,
         maximum: HOUR,

@@ -39,8 +39,9 @@ end
 export const refusedKey = (key: string) => `${key}:refused`;
 
 // Checks every window (KEYS: the logs, then their refusal markers); counts the event in all of them
-// but the gates only when none is full, and answers which ones it filled. A refusal names the window
-// that frees up last, so its wait is the true time until the event would be allowed.
+// but the gates only when none is full, and answers which ones it filled and when the last of them
+// frees up. A refusal names the window that frees up last, so its wait is the true time until the
+// event would be allowed.
 const HIT = `${SLIDING_WINDOW_LUA}
 local n, now, member = #KEYS / 2, now_ms(), ARGV[1]
 local longest, wait = 0, 0
@@ -54,10 +55,12 @@ for i = 1, n do
   local window, limit = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
   if ARGV[3 * i + 1] == '1' then
     record(KEYS[i], now, window, member)
-    if wait_ms(KEYS[i], now, window, limit) > 0 then filled[#filled + 1] = i end
+    local w = wait_ms(KEYS[i], now, window, limit)
+    if w > 0 then filled[#filled + 1] = i end
+    if w > wait then wait = w end
   end
 end
-return {0, 0, 0, filled}
+return {0, wait, 0, filled}
 `;
 
 type Hit = [number, number, number, number[]];
@@ -128,7 +131,8 @@ export function createSlidingWindows(redis: RedisClient) {
     /**
      * Counts one event in every window but the gates, or in none when any is full: the refusal (of the
      * window that frees up last), or the id of the event counted (to take it back with `release`
-     * when what it stood for did not happen) and the windows it has just filled.
+     * when what it stood for did not happen), the windows it has just filled and the whole seconds
+     * until the next event would be allowed (0 when it would be now).
      *
      * `scopes` groups the windows by hash tag: a script may only touch keys of one Redis Cluster
      * slot, so each group is checked and counted atomically by one script, the groups side by side.
@@ -138,7 +142,9 @@ export function createSlidingWindows(redis: RedisClient) {
      */
     async hit<Name extends string>(
       scopes: Window<Name>[][],
-    ): Promise<{ refusal: Refusal<Name> } | { refusal: undefined; event: string; filled: Name[] }> {
+    ): Promise<
+      { refusal: Refusal<Name> } | { refusal: undefined; event: string; filled: Name[]; nextAfter: number }
+    > {
       const event = randomUUID();
       const settled = await Promise.allSettled(scopes.map((windows) => hitScope(windows, event)));
       const results = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
@@ -153,7 +159,15 @@ export function createSlidingWindows(redis: RedisClient) {
         throw failed.reason;
       }
       const refused = results.filter((r) => r.refusal).sort((a, b) => b.waitMs - a.waitMs)[0];
-      if (!refused?.refusal) return { refusal: undefined, event, filled: results.flatMap((r) => r.filled) };
+      if (!refused?.refusal) {
+        const waitMs = Math.max(0, ...results.map((r) => r.waitMs));
+        return {
+          refusal: undefined,
+          event,
+          filled: results.flatMap((r) => r.filled),
+          nextAfter: Math.ceil(waitMs / 1000),
+        };
+      }
       await release(counted, event);
       return { refusal: refused.refusal };
     },

@@ -189,7 +189,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     /**
      * Stores a new code for the email, replacing any previous one, unless a send limit refuses it:
      * the email's cooldown, its inbox's hourly cap, its wrong guesses at their daily bound, or the
-     * client IP's hourly cap. `withdraw` undoes it.
+     * client IP's hourly cap. `nextAfter`: the seconds until the next send would be allowed;
+     * `withdraw` undoes it.
      */
     async issue(recipient: Recipient, code: string, ip: string) {
       const scopes = sendScopes(recipient, ip);
@@ -202,7 +203,11 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         await windows.release(scopes.flat(), counted.event).catch(() => {});
         throw error;
       }
-      return { refusal: undefined, withdraw: () => withdraw(recipient, ip, counted.event) };
+      return {
+        refusal: undefined,
+        nextAfter: counted.nextAfter,
+        withdraw: () => withdraw(recipient, ip, counted.event),
+      };
     },
 
     /**

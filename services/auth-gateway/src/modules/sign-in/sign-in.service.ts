@@ -91,7 +91,8 @@ export function createSignInService(options: SignInServiceOptions) {
       return {
         email,
         expiresIn: options.otpTtl,
-        resendIn: options.resendCooldown,
+        // The cooldown, or longer when this code has just filled the inbox's or the client's hourly budget.
+        resendIn: Math.max(options.resendCooldown, issued.nextAfter),
         ...(options.exposeCode ? { code } : {}),
       };
     },
