@@ -25,7 +25,7 @@ export function closeGracefully({ timeoutMs, log, close, exit = process.exit }: 
   let deadline = Number.POSITIVE_INFINITY;
 
   function drain(code: number) {
-    deadline = Date.now() + timeoutMs;
+    deadline = performance.now() + timeoutMs;
     setTimeout(() => {
       log.error({ timeoutMs }, 'drain deadline passed; exiting');
       exit(1);
@@ -45,7 +45,7 @@ export function closeGracefully({ timeoutMs, log, close, exit = process.exit }: 
     if (closing === undefined) {
       log.info({ signal }, 'closing: finishing the work in flight');
       drain(0);
-    } else if (Date.now() >= deadline) {
+    } else if (performance.now() >= deadline) {
       exit(1);
     } else {
       log.info({ signal }, 'already closing');
