@@ -2,7 +2,7 @@ import { notSignedIn, TesseraError } from './errors.ts';
 import { sessionIdOf } from './jwt.ts';
 import { walkPages } from './pagination.ts';
 import { type Call, type Fetch, send, type Transport } from './request.ts';
-import { guarded, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
+import { guarded, isContextLocal, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
 import { createTokenKeeper } from './tokens.ts';
 import type {
   EndSessionResult,
@@ -28,7 +28,10 @@ export interface ClientOptions {
   storage?: TokenStorage;
   /** A WHATWG fetch; the global one when absent. */
   fetch?: Fetch;
-  /** Called with the new tokens on sign-in and on every refresh, and with null on sign-out. */
+  /**
+   * Called with the new tokens on sign-in and on every refresh, and with null on sign-out. What it
+   * throws, or its promise rejects with, is logged with `console.error` and fails nothing.
+   */
   onSessionChange?: (tokens: TokenSet | null) => void;
   /** Milliseconds since the epoch (`Date.now`); tests move it to expire tokens. */
   now?: () => number;
@@ -94,7 +97,10 @@ export interface TesseraClient {
   isSignedIn(): Promise<boolean>;
   /** Forgets the tokens here without telling the server; the session lives on until it expires or is revoked. */
   signOutLocally(): Promise<void>;
-  /** Stops listening to other tabs (the client still works, on its own). */
+  /**
+   * Stops listening to other tabs (the client still works, on its own). A server dropping a client
+   * must call it unless the client is on a `memoryStorage()`, which listens to nothing.
+   */
   close(): void;
 }
 
@@ -113,6 +119,7 @@ export function createClient({
   const tokens = createTokenKeeper({
     storage: guarded(storage),
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,
+    contextLocal: isContextLocal(storage),
     now,
     // Never given up on: the server may have rotated the token already, and a client that threw
     // the answer away would present the old one again after the reuse grace, ending the session.

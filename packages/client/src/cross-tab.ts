@@ -37,12 +37,16 @@ interface Environment {
  */
 const LOCK_WAIT_MS = 10_000;
 
-/** Web Locks and a BroadcastChannel named `name`, each where the runtime has it (React Native has neither). */
-export function crossTab(name: string, receive: (message: TabMessage) => void): CrossTab {
+/**
+ * Web Locks and a BroadcastChannel named `name`, each where the runtime has it (React Native has
+ * neither). Without `receive`, no channel: the tokens are this context's alone (a memory store), and
+ * the lock only keeps the clients sharing that store to one refresh.
+ */
+export function crossTab(name: string, receive?: (message: TabMessage) => void): CrossTab {
   const env = globalThis as unknown as Environment;
   const locks = env.navigator?.locks;
-  const channel = env.BroadcastChannel ? new env.BroadcastChannel(name) : undefined;
-  if (channel) {
+  const channel = receive && env.BroadcastChannel ? new env.BroadcastChannel(name) : undefined;
+  if (receive && channel) {
     channel.onmessage = (event) => {
       if (isTabMessage(event.data)) receive(event.data);
     };

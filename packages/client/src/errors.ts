@@ -35,13 +35,11 @@ export const notSignedIn = () => new TesseraError({ status: 401, messages: ['Aut
 /**
  * What the client throws when the token storage failed (`localStorageStorage` without localStorage,
  * a full quota, a locked keychain): no status, as nothing was answered, and not the network's fault.
+ * The storage's error is the `cause` only: its message may quote what was stored (a JSON.parse of a
+ * corrupt token file does), which must not reach the logs that print this error's message.
  */
 export const storageFailed = (cause: unknown) =>
-  new TesseraError({
-    status: 0,
-    messages: ['The token storage failed', ...(cause instanceof Error ? [cause.message] : [])],
-    cause,
-  });
+  new TesseraError({ status: 0, messages: ['The token storage failed'], cause });
 
 /** `Retry-After` in seconds: delta-seconds as sent, an HTTP date as the seconds left until it; else undefined. */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {

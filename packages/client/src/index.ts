@@ -2,5 +2,11 @@ export { type ClientOptions, createClient, type TesseraClient, type WalkOptions 
 export { TesseraError } from './errors.ts';
 export { hasNextPage, type PageInfo, walkPages } from './pagination.ts';
 export type { Fetch, FetchResponse } from './request.ts';
-export { localStorageStorage, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
+export {
+  localStorageStorage,
+  memoryStorage,
+  parseTokenSet,
+  type TokenSet,
+  type TokenStorage,
+} from './storage.ts';
 export type * from './types.ts';

@@ -1,5 +1,6 @@
 import { afterEach, expect, it, vi } from 'vitest';
 import { TesseraError } from './errors.ts';
+import { parseTokenSet } from './index.ts';
 import { guarded, localStorageStorage, type TokenSet } from './storage.ts';
 
 afterEach(() => {
@@ -57,9 +58,67 @@ it('a storage that throws or rejects fails the client with a TesseraError that k
     expect(error).toMatchObject({
       status: 0,
       isNetworkError: false,
-      messages: ['The token storage failed', 'QuotaExceededError'],
+      messages: ['The token storage failed'],
       cause: quota,
     });
   }
   expect(await storage.get()).toBeNull();
+});
+
+it("a storage failure's message does not quote what was stored: a corrupt token file stays in `cause`", async () => {
+  // V8's JSON errors quote the text around the fault: here `..."eshToken":rt-secret-"...`.
+  const corrupt = '{"accessToken":"a.b.c","refreshToken":rt-secret-part}';
+  const storage = guarded({ key: 'file', get: () => JSON.parse(corrupt), set() {}, clear() {} });
+
+  const error = await Promise.resolve(storage.get()).catch((reason: unknown) => reason);
+
+  expect(error).toBeInstanceOf(TesseraError);
+  expect(String(error)).not.toContain('rt-secret');
+  expect((error as TesseraError).messages.join(' ')).not.toContain('rt-secret');
+  expect((error as TesseraError).cause).toMatchObject({ message: expect.stringContaining('rt-secret') });
+});
+
+it('a storage answering something that is not a token set holds no session, as localStorageStorage reads garbage', async () => {
+  for (const stored of [{}, { access_token: 'a.b.c', refresh_token: 'refresh-1' }, 'null', 42]) {
+    const storage = guarded({
+      key: 'old-format',
+      get: () => stored as unknown as TokenSet,
+      set() {},
+      clear() {},
+    });
+    expect(await storage.get()).toBeNull();
+  }
+  const good = guarded({ key: 'good', get: () => TOKENS, set() {}, clear() {} });
+  expect(await good.get()).toEqual(TOKENS);
+});
+
+it('parseTokenSet, exported for a storage of your own, reads a token set kept as text, and nothing else', () => {
+  expect(parseTokenSet(JSON.stringify(TOKENS))).toEqual(TOKENS);
+  for (const text of [
+    null,
+    undefined,
+    '',
+    'null',
+    '{}',
+    '{"accessToken":"a"',
+    JSON.stringify({ ...TOKENS, expiresIn: '3600' }),
+  ])
+    expect(parseTokenSet(text)).toBeNull();
+});
+
+it('localStorageStorage holds nothing outside a page: Node with Web Storage has a localStorage but no window', async () => {
+  // One file for every request of a server process (`--localstorage-file`, by default from Node 25).
+  const items = new Map([['tessera.tokens', JSON.stringify(TOKENS)]]);
+  vi.stubGlobal('localStorage', {
+    getItem: (key: string) => items.get(key) ?? null,
+    setItem: (key: string, value: string) => items.set(key, value),
+    removeItem: (key: string) => items.delete(key),
+  });
+  expect((globalThis as { window?: unknown }).window).toBeUndefined();
+  const storage = localStorageStorage();
+
+  expect(await storage.get()).toBeNull();
+  expect(() => storage.set({ ...TOKENS, refreshToken: 'another-user' })).toThrow(/no localStorage/);
+  await storage.clear();
+  expect(items.get('tessera.tokens')).toBe(JSON.stringify(TOKENS));
 });

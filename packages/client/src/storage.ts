@@ -25,7 +25,11 @@ export interface TokenStorage {
   watch?(listener: (tokens: TokenSet | null) => void): () => void;
 }
 
-/** `storage` whose failures are TesseraErrors, as every failure of the client is. */
+/**
+ * `storage` whose failures are TesseraErrors, as every failure of the client is, and whose answers
+ * are token sets or null: what does not have the shape of one (another version's format, an empty
+ * object) is no session, as `localStorageStorage` reads text that is not one.
+ */
 export function guarded(storage: TokenStorage): TokenStorage {
   const guard =
     <Args extends unknown[], Result>(method: (...args: Args) => MaybePromise<Result>) =>
@@ -36,14 +40,25 @@ export function guarded(storage: TokenStorage): TokenStorage {
         throw storageFailed(cause);
       }
     };
+  const get = guard(storage.get);
+  const watch = storage.watch?.bind(storage);
   return {
     key: storage.key,
-    get: guard(storage.get),
+    get: async () => asTokenSet(await get()),
     set: guard(storage.set),
     clear: guard(storage.clear),
-    ...(storage.watch && { watch: storage.watch.bind(storage) }),
+    ...(watch && { watch: (listener) => watch((tokens) => listener(asTokenSet(tokens))) }),
   };
 }
+
+/** The stores of `memoryStorage()`, which no other JavaScript context can reach. */
+const contextLocal = new WeakSet<TokenStorage>();
+
+/**
+ * Whether `storage` is a `memoryStorage()`: no other tab or worker can hold its tokens, so the
+ * clients on it need no channel to them (which in Node would keep each client reachable until closed).
+ */
+export const isContextLocal = (storage: TokenStorage): boolean => contextLocal.has(storage);
 
 /**
  * Tokens in this JavaScript context only: gone on reload, not shared with other tabs. The default.
@@ -55,7 +70,7 @@ export function memoryStorage(): TokenStorage {
   // names; only uniqueness matters, not secrecy (and React Native has no `crypto.randomUUID`).
   const key = `memory:${Math.random().toString(36).slice(2)}`;
   let tokens: TokenSet | null = null;
-  return {
+  const store: TokenStorage = {
     key,
     get: () => tokens,
     set(next) {
@@ -65,6 +80,8 @@ export function memoryStorage(): TokenStorage {
       tokens = null;
     },
   };
+  contextLocal.add(store);
+  return store;
 }
 
 interface WebStorage {
@@ -80,11 +97,16 @@ interface StorageEvents {
 
 /**
  * Tokens in the browser's `localStorage` under `key`: kept across reloads and shared by every tab of
- * the origin. Where there is no localStorage (server-side rendering) it holds nothing and refuses to
- * store. Any script on the origin can read localStorage, so pair it with a strict CSP.
+ * the origin. Where there is no localStorage (server-side rendering, a worker) it holds nothing and
+ * refuses to store. Any script on the origin can read localStorage, so pair it with a strict CSP.
  */
 export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
-  const area = () => (globalThis as { localStorage?: WebStorage }).localStorage;
+  // Only a page's: Node's Web Storage (`--localstorage-file`, on by default from Node 25) is one
+  // file for the whole process, which would give every request of a server one user's tokens.
+  const area = () => {
+    const { window, localStorage } = globalThis as { window?: unknown; localStorage?: WebStorage };
+    return window === undefined ? undefined : localStorage;
+  };
   const read = () => {
     const text = area()?.getItem(key);
     return text ? parseTokenSet(text) : null;
@@ -114,8 +136,12 @@ export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
   };
 }
 
-/** A stored token set, or null when the text is not one (another version wrote it, or a person edited it). */
-export function parseTokenSet(text: string): TokenSet | null {
+/**
+ * The token set stored as `text` (JSON), or null when there is none or the text is not one (another
+ * version wrote it, or a person edited it): for the `get()` of a storage of your own.
+ */
+export function parseTokenSet(text: string | null | undefined): TokenSet | null {
+  if (text === null || text === undefined) return null;
   try {
     return asTokenSet(JSON.parse(text));
   } catch {

@@ -7,9 +7,12 @@ export interface TokenKeeperOptions {
   storage: TokenStorage;
   /** Of the Web Lock and the BroadcastChannel that clients sharing these tokens coordinate through. */
   name: string;
+  /** True when no other context can hold these tokens (a memory store): no BroadcastChannel then. */
+  contextLocal?: boolean;
   now: () => number;
   /** Exchanges a refresh token for a new pair (`POST /api/v1/auth/refresh-token`). */
   exchange(refreshToken: string): Promise<TokenPair>;
+  /** The application's; what it throws or rejects with is logged, and fails nothing. */
   onChange?: ((tokens: TokenSet | null) => void) | undefined;
 }
 
@@ -38,6 +41,18 @@ export function isExpiring(tokens: TokenSet, nowMs: number): boolean {
   return left < Math.min(REFRESH_AHEAD_MS, lifetime * REFRESH_AHEAD_FRACTION);
 }
 
+// The one global used here beside the cross-tab ones, so the package needs no DOM or Node types.
+const { console } = globalThis as unknown as { console?: { error(...data: unknown[]): void } };
+
+/**
+ * Logs what failed where nobody awaits it, rather than leave it an unhandled rejection, which ends a
+ * Node process: a server must not go down because one user's callback or storage failed.
+ */
+const logFailure = (what: string) => (error: unknown) => {
+  console?.error(`@tessera/client: ${what}`, error);
+};
+const callbackFailed = logFailure('onSessionChange failed');
+
 const pairOf = (tokens: TokenPair, receivedAt: number): TokenSet => ({
   accessToken: tokens.accessToken,
   refreshToken: tokens.refreshToken,
@@ -50,6 +65,7 @@ const pairOf = (tokens: TokenPair, receivedAt: number): TokenSet => ({
 export function createTokenKeeper({
   storage,
   name,
+  contextLocal = false,
   now,
   exchange,
   onChange,
@@ -70,11 +86,13 @@ export function createTokenKeeper({
     const key = tokens?.refreshToken ?? null;
     if (key === reported) return;
     reported = key;
+    // The application's callback failing must not fail the refresh that every pending call awaits.
     try {
-      onChange?.(tokens);
+      // An async callback's rejection too, which nothing else awaits.
+      const done: unknown = onChange?.(tokens);
+      if (done) Promise.resolve(done).catch(callbackFailed);
     } catch (error) {
-      // The application's callback failing must not fail the refresh that every pending call awaits.
-      void Promise.reject(error);
+      callbackFailed(error);
     }
   }
 
@@ -95,11 +113,15 @@ export function createTokenKeeper({
     }
   }
 
-  const tab = crossTab(name, (message) => {
-    adopt(message).catch((error: unknown) => {
-      void Promise.reject(error);
-    });
-  });
+  const adoptFailed = logFailure("the storage failed while taking another tab's tokens");
+  const tab = crossTab(
+    name,
+    contextLocal
+      ? undefined
+      : (message) => {
+          adopt(message).catch(adoptFailed);
+        },
+  );
   // What another tab stored (a sign-in, a sign-out): the storage event tells it, messages may not.
   const unwatch = storage.watch?.((tokens) => report(tokens));
 

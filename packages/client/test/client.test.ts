@@ -290,10 +290,8 @@ describe('@tessera/client against the gateway', () => {
     const refused = await failure(signIn(tessera, email));
 
     expect(refused).toMatchObject({ status: 0, isNetworkError: false });
-    expect(refused.messages).toEqual([
-      'The token storage failed',
-      'localStorageStorage: there is no localStorage here',
-    ]);
+    expect(refused.messages).toEqual(['The token storage failed']);
+    expect(refused.cause).toMatchObject({ message: 'localStorageStorage: there is no localStorage here' });
     expect(await tessera.isSignedIn()).toBe(false);
     expect(changes).toEqual([]);
     const other = client().tessera;

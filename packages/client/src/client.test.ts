@@ -1,0 +1,176 @@
+import { BroadcastChannel } from 'node:worker_threads';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createClient } from './client.ts';
+import { TesseraError } from './errors.ts';
+import type { Fetch, FetchResponse } from './request.ts';
+import { memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
+
+const HOUR_MS = 3600 * 1000;
+const baseUrl = 'http://tessera.test';
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
+});
+
+const envelope = (data: unknown): FetchResponse => ({
+  status: 200,
+  headers: { get: () => null },
+  text: async () => JSON.stringify({ isSuccess: true, statusCode: 200, data, errors: [], timestamp: '' }),
+});
+
+/** The gateway's refresh and profile routes, in memory: each refresh issues the next pair. */
+function fakeGateway() {
+  const requests: string[] = [];
+  let issued = 1;
+  const fetch: Fetch = async (url, init) => {
+    const path = new URL(url).pathname;
+    requests.push(`${init.method} ${path}`);
+    if (path === '/api/v1/auth/refresh-token') {
+      issued += 1;
+      return envelope({
+        accessToken: `access-${issued}`,
+        refreshToken: `refresh-${issued}`,
+        expiresIn: 3600,
+        refreshExpiresIn: 30 * 24 * 3600,
+      });
+    }
+    return envelope({ _id: 'user-1', email: 'alice@example.com' });
+  };
+  return { fetch, requests };
+}
+
+/** A pair received at 0, so that a client whose clock stands an hour later refreshes it first. */
+const SIGNED_IN: TokenSet = {
+  accessToken: 'access-1',
+  refreshToken: 'refresh-1',
+  expiresIn: 3600,
+  refreshExpiresIn: 30 * 24 * 3600,
+  receivedAt: 0,
+};
+
+/** A store of the application's own (a keychain, a row of a session table): not a memoryStorage(). */
+function ownStore(key: string, initial: TokenSet | null = null): TokenStorage {
+  let tokens = initial;
+  return {
+    key,
+    get: () => tokens,
+    set(next) {
+      tokens = next;
+    },
+    clear() {
+      tokens = null;
+    },
+  };
+}
+
+describe('createClient on memory storage (a server making a client per request)', () => {
+  /** Every BroadcastChannel opened from now on, and whether it was closed. */
+  function recordChannels() {
+    const channels: Array<{ name: string; closed: boolean }> = [];
+    vi.stubGlobal(
+      'BroadcastChannel',
+      class extends BroadcastChannel {
+        readonly record: { name: string; closed: boolean };
+        constructor(name: string) {
+          super(name);
+          this.record = { name, closed: false };
+          channels.push(this.record);
+        }
+        override close() {
+          this.record.closed = true;
+          super.close();
+        }
+      },
+    );
+    return channels;
+  }
+
+  it('opens no BroadcastChannel, which nothing else could join and which would keep the client reachable', async () => {
+    const channels = recordChannels();
+    const { fetch } = fakeGateway();
+
+    for (const storage of [undefined, memoryStorage()]) {
+      const client = createClient({ baseUrl, fetch, ...(storage && { storage }) });
+      expect(await client.isSignedIn()).toBe(false);
+    }
+
+    expect(channels).toEqual([]);
+  });
+
+  it('still opens one on a store other tabs may share, until close()', async () => {
+    const channels = recordChannels();
+    const { fetch } = fakeGateway();
+
+    const client = createClient({ baseUrl, fetch, storage: ownStore('shared') });
+    expect(channels).toEqual([{ name: `tessera-client:${baseUrl}:shared`, closed: false }]);
+    client.close();
+
+    expect(channels).toEqual([{ name: `tessera-client:${baseUrl}:shared`, closed: true }]);
+  });
+});
+
+describe('createClient with an onSessionChange that fails', () => {
+  const failing = {
+    throws: () => {
+      throw new Error('session table write failed');
+    },
+    rejects: async () => {
+      throw new Error('session table write failed');
+    },
+  };
+
+  it.each(Object.entries(failing))(
+    'that %s: logs it, and the calls and the tokens are as without it',
+    async (_, onSessionChange) => {
+      const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const { fetch, requests } = fakeGateway();
+        const storage = memoryStorage();
+        await storage.set(SIGNED_IN);
+        const client = createClient({ baseUrl, fetch, storage, now: () => HOUR_MS, onSessionChange });
+
+        // The access token is expiring: the call refreshes first, and the callback hears of it.
+        expect(await client.users.me()).toEqual({ _id: 'user-1', email: 'alice@example.com' });
+        expect(await client.accessToken()).toBe('access-2');
+        await client.signOutLocally();
+        expect(await client.isSignedIn()).toBe(false);
+        // A moment for the async callback's rejection to be handled, or to go unhandled.
+        await new Promise((resolve) => setImmediate(resolve));
+
+        expect(requests).toEqual(['POST /api/v1/auth/refresh-token', 'GET /api/v1/users/me']);
+        expect(unhandled).toEqual([]);
+        expect(logged.mock.calls).toEqual([
+          ['@tessera/client: onSessionChange failed', new Error('session table write failed')],
+          ['@tessera/client: onSessionChange failed', new Error('session table write failed')],
+        ]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    },
+  );
+});
+
+describe('createClient on a storage of your own that answers something else than a token set', () => {
+  it.each([
+    ['an empty object', {}],
+    ['snake_case fields', { access_token: 'access-1', refresh_token: 'refresh-1' }],
+    ['the text "null"', 'null'],
+  ])('holding %s, is signed out: calls fail with 401 unsent', async (_, stored) => {
+    const { fetch, requests } = fakeGateway();
+    const storage = { ...ownStore('old-format'), get: () => stored as unknown as TokenSet };
+    const client = createClient({ baseUrl, fetch, storage });
+
+    expect(await client.isSignedIn()).toBe(false);
+    expect(await client.accessToken()).toBeNull();
+    const error = await client.users.me().catch((reason: unknown) => reason);
+
+    expect(error).toBeInstanceOf(TesseraError);
+    expect(error).toMatchObject({ status: 401, messages: ['Authentication required'] });
+    expect(requests).toEqual([]);
+    client.close();
+  });
+});
