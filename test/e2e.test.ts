@@ -257,6 +257,10 @@ describe('the whole sign-in flow, end to end', () => {
     expect(second).toMatch(/^HTTP\/1\.1 503 /);
     expect(second).toMatch(/\r\nretry-after: 5\r\n/i);
     expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    // With the headers of every answer.
+    expect(second).toMatch(/\r\ncontent-security-policy: default-src 'none';frame-ancestors 'none'\r\n/i);
+    expect(second).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+    expect(second).toMatch(/\r\nstrict-transport-security: /i);
     expect(JSON.parse(second?.slice(second.indexOf('\r\n\r\n')) ?? '')).toMatchObject({
       isSuccess: false,
       statusCode: 503,

@@ -78,8 +78,9 @@ export async function buildApp(
 
   // Reading and answering requests
   await app.register(errorHandler, errors);
-  await app.register(draining);
+  // Security headers first: the 503 of a drain carries them too.
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });
+  await app.register(draining);
   await app.register(metrics);
   await app.register(envelope, { clock });
   if (checkResponses) await app.register(responseCheck);
