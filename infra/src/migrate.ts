@@ -1,21 +1,88 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kysely, PostgresDialect } from 'kysely';
-import { FileMigrationProvider, Migrator } from 'kysely/migration';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { FileMigrationProvider, type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import pg from 'pg';
 
 const migrationFolder = fileURLToPath(new URL('../migrations', import.meta.url));
 
+/**
+ * How long a migration waits for a table's lock before it fails (the run stops; run it again): a
+ * statement waiting for one holds up every later query of that table, the sign-ins' too.
+ */
+const LOCK_TIMEOUT = '5s';
+
+/**
+ * Each migration in a transaction of its own, all of it or none, unless it exports
+ * `transaction = false`: an index built CONCURRENTLY, the one way to build it on a big table while
+ * sign-ins go on writing, cannot run inside one.
+ */
+function oneTransactionEach(provider: MigrationProvider): MigrationProvider {
+  const inTransaction =
+    (step: Migration['up']): Migration['up'] =>
+    (db) =>
+      db.transaction().execute(async (trx) => {
+        await sql`set local lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(trx);
+        await step(trx);
+      });
+  return {
+    async getMigrations() {
+      const migrations = await provider.getMigrations();
+      return Object.fromEntries(
+        Object.entries(migrations).map(([name, migration]) => [
+          name,
+          (migration as Migration & { transaction?: boolean }).transaction === false
+            ? migration
+            : {
+                up: inTransaction(migration.up),
+                ...(migration.down && { down: inTransaction(migration.down) }),
+              },
+        ]),
+      );
+    },
+  };
+}
+
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tessera';
 
+// An advisory lock of Tessera's own migration runs (a number no other lock of its uses).
+const MIGRATION_RUNS = 7_165_322;
+
+/**
+ * Runs `work` while no other migration run of this database does. Runs take turns by asking for the
+ * lock again every 100 ms, not by waiting in `pg_advisory_lock` as Kysely's Migrator would: a
+ * statement waiting there holds a snapshot, and building an index CONCURRENTLY waits for every
+ * older snapshot to end, so two runs at once would deadlock. The lock goes with the session.
+ */
+async function oneRunAtATime<T>(databaseUrl: string, work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const tryLock = async () =>
+      (await client.query('select pg_try_advisory_lock($1) as locked', [MIGRATION_RUNS])).rows[0].locked;
+    while (!(await tryLock())) await new Promise((resolve) => setTimeout(resolve, 100));
+    return await work();
+  } finally {
+    await client.end();
+  }
+}
+
 /** Applies every pending migration to the database at `databaseUrl`; returns the names applied. */
-export async function migrateToLatest(databaseUrl: string): Promise<string[]> {
+export const migrateToLatest = (databaseUrl: string): Promise<string[]> =>
+  oneRunAtATime(databaseUrl, () => migrate(databaseUrl));
+
+async function migrate(databaseUrl: string): Promise<string[]> {
   const db = new Kysely<unknown>({
     dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }),
   });
   try {
-    const migrator = new Migrator({ db, provider: new FileMigrationProvider({ fs, path, migrationFolder }) });
+    const migrator = new Migrator({
+      db,
+      provider: oneTransactionEach(new FileMigrationProvider({ fs, path, migrationFolder })),
+      // The transactions are the migrations' own (above).
+      disableTransactions: true,
+    });
     const { error, results = [] } = await migrator.migrateToLatest();
     if (error) throw error;
     return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);

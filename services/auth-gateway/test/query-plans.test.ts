@@ -2,8 +2,10 @@ import { createTestDatabase, type TestDatabase } from '@tessera/testing';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../src/clock.ts';
 import type { Database } from '../src/database.ts';
 import * as retention from '../src/modules/housekeeping/retention.repository.ts';
+import { retentionBatch } from '../src/modules/housekeeping/retention.ts';
 import * as sessions from '../src/modules/sessions/sessions.repository.ts';
 
 let database: TestDatabase;
@@ -64,6 +66,51 @@ describe('the retention sweep', () => {
     expect(await retention.deleteOldSessions(db, longAgo, 100)).toBe(0);
     expect(await planOfLast(2)).not.toContain('Seq Scan');
     expect(await planOfLast(1)).not.toContain('Seq Scan');
+  });
+
+  it('reads each batch of a big backlog in index order: half the tokens and events due', async () => {
+    // Half of every token rotated and expired, half of the events old: where a plain scan would find
+    // a batch at once, until the batches before it left the front of the table dead.
+    await sql`update refresh_tokens set rotated_at = now() - interval '90 days',
+      expires_at = now() - interval '60 days' where session_id in (select id from sessions where random() < 0.5)`.execute(
+      db,
+    );
+    await sql`insert into security_events (type, user_id, created_at)
+      select 'sign_in', user_id, now() - (g % 2) * interval '400 days' from sessions, generate_series(1, 2) g`.execute(
+      db,
+    );
+    await sql`analyze`.execute(db);
+    const before = new Date(Date.now() - 86_400_000);
+
+    expect(await retention.deleteOldRefreshTokens(db, before, 100)).toBe(100);
+    const yearAgo = new Date(Date.now() - 365 * 86_400_000);
+    expect(await retention.deleteOldSecurityEvents(db, yearAgo, 100)).toBe(100);
+    for (const back of [2, 1]) {
+      const plan = await planOfLast(back);
+      expect(plan).not.toContain('Seq Scan');
+      expect(plan).not.toContain('"Sort"');
+    }
+  });
+
+  it('asks no more for a kind of row that came back short, while another kind has a backlog', async () => {
+    // The tokens and events left due by the test before; no session is.
+    const sweep = retentionBatch({
+      db,
+      clock: systemClock,
+      sessionRetention: 86_400,
+      securityEventRetention: 365 * 86_400,
+    });
+    statements.length = 0;
+    let batches = 1;
+    while ((await sweep(100)) === 100) batches += 1;
+    const deletesOf = (table: string) =>
+      statements.filter((statement) =>
+        new RegExp(`^delete from "?${table}"? `).test(statement.sql.trimStart()),
+      ).length;
+    expect(batches).toBeGreaterThan(10);
+    // Ended, and expired: once each.
+    expect(deletesOf('sessions')).toBe(2);
+    expect(deletesOf('security_events')).toBe(batches);
   });
 
   it('deletes old sessions without reading every security event, which keep their session id', async () => {

@@ -13,15 +13,29 @@ export interface RetentionOptions {
 }
 
 /**
- * Storage that does not grow forever: one batch of each kind of expired row per call; returns how
- * many rows it deleted (a full batch means more may be left).
+ * Storage that does not grow forever: per call, one batch of each kind of expired row that has not
+ * come back short yet in this run; returns the most rows one of them deleted (a full batch means
+ * more may be left). So a backlog of one kind does not query the others again and again for nothing.
  */
 export function retentionBatch({ db, clock, sessionRetention, securityEventRetention }: RetentionOptions) {
   const ago = (seconds: number) => new Date(clock.now().getTime() - seconds * 1000);
+  const kinds = [
+    (limit: number) => repository.deleteOldSessions(db, ago(sessionRetention), limit),
+    (limit: number) => repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit),
+    (limit: number) => repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit),
+  ];
+  let left = kinds;
   return async (limit: number): Promise<number> => {
-    const sessions = await repository.deleteOldSessions(db, ago(sessionRetention), limit);
-    const tokens = await repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit);
-    const events = await repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit);
-    return Math.max(sessions, tokens, events);
+    const counts: number[] = [];
+    try {
+      for (const kind of left) counts.push(await kind(limit));
+    } catch (error) {
+      left = kinds;
+      throw error;
+    }
+    left = left.filter((_, i) => (counts[i] ?? 0) >= limit);
+    // The run ends with this batch: the next one starts with every kind again.
+    if (left.length === 0) left = kinds;
+    return Math.max(0, ...counts);
   };
 }
