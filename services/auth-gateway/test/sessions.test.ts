@@ -164,6 +164,19 @@ describe('POST /api/v1/auth/logout', () => {
   });
 });
 
+describe("the Redis keys of a user's many sessions", () => {
+  it('all go when they end, a few hundred at a time', async () => {
+    const store = createActiveSessionStore(gateway.app.redis);
+    const ids = Array.from({ length: 600 }, () => crypto.randomUUID());
+    const now = clock.now();
+    const until = new Date(now.getTime() + 60_000);
+    await Promise.all(ids.map((id) => store.markActive(id, until, now)));
+    await store.remove(ids);
+    const stillActive = await Promise.all(ids.map((id) => store.isActive(id)));
+    expect(stillActive.filter(Boolean)).toEqual([]);
+  });
+});
+
 describe('a refresh racing a logout', () => {
   it('does not bring back the session the logout ended after the refresh had rotated its token', async () => {
     const { refreshToken, accessToken } = await signIn(gateway.app, 'zoe@example.com');

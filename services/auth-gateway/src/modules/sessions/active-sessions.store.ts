@@ -2,6 +2,10 @@ import type { RedisClient } from '@tessera/redis';
 
 export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
 
+// 25,000 keys deleted at once held other commands on the connection up to 0.2–0.5 s; 256 at a time,
+// 5–50 ms, and the whole took no longer (README, Security).
+const REMOVE_AT_ONCE = 256;
+
 /**
  * The sessions whose access tokens are honoured, as Redis keys that live until the session expires.
  * Authenticating a request costs one EXISTS; ending a session deletes its key, so the next request
@@ -22,9 +26,14 @@ export function createActiveSessionStore(redis: RedisClient) {
     async isActive(sessionId: string): Promise<boolean> {
       return (await redis.exists(key(sessionId))) === 1;
     },
-    // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot.
+    // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot. A few hundred at a
+    // time, so that the other requests' commands take turns with a user's thousands of sessions
+    // (a logout, an account's deletion) instead of queueing behind all of them.
     async remove(sessionIds: string[]): Promise<void> {
-      await Promise.all(sessionIds.map((sessionId) => redis.del(key(sessionId))));
+      for (let at = 0; at < sessionIds.length; at += REMOVE_AT_ONCE)
+        await Promise.all(
+          sessionIds.slice(at, at + REMOVE_AT_ONCE).map((sessionId) => redis.del(key(sessionId))),
+        );
     },
   };
 }
