@@ -69,6 +69,12 @@ export const GatewayConfigSchema = Type.Object({
       'Postgres. `pnpm db:migrate` creates the database in development.',
       NOT_EMPTY,
     ),
+    poolSize: Int(
+      'DATABASE_POOL_SIZE',
+      10,
+      "Postgres connections one gateway process opens at most (at most 1,000). Every gateway's, the migrations' and your other clients' together must stay under the server's `max_connections`.",
+      { maximum: 1000 },
+    ),
   }),
   redis: Type.Object({
     url: shared.redisUrl,

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { migrateToLatest } from '@tessera/infra';
 import { createTestDatabase } from '@tessera/testing';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -20,6 +21,45 @@ describe('health', () => {
     expect(body(live)).toMatchObject({ isSuccess: true, statusCode: 200, data: { status: 'ok' } });
     const ready = await gateway.app.inject({ method: 'GET', url: '/health/ready' });
     expect(body(ready)).toMatchObject({ isSuccess: true, data: { postgres: 'up', redis: 'up' } });
+  });
+});
+
+describe('Postgres connections', () => {
+  it('are at most DATABASE_POOL_SIZE, however many requests come at once, and end a transaction left idle', async () => {
+    const small = await startGateway({ DATABASE_POOL_SIZE: '2' });
+    const admin = new pg.Client({ connectionString: small.config.database.url });
+    await admin.connect();
+    try {
+      const sendCodes = Array.from({ length: 20 }, (_, i) =>
+        post(small.app, '/api/v1/auth/send-otp-email', { email: `pool-${i}@example.com` }),
+      );
+      const listings = Array.from({ length: 20 }, () =>
+        small.app.inject({ method: 'GET', url: '/api/v1/users/me/security-events' }),
+      );
+      let most = 0;
+      const watching = (async () => {
+        for (let i = 0; i < 50; i++) {
+          const { rows } = await admin.query(
+            `select count(*)::int as n from pg_stat_activity
+             where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+          );
+          most = Math.max(most, rows[0].n);
+        }
+      })();
+      const verifies = Array.from({ length: 20 }, (_, i) =>
+        post(small.app, '/api/v1/auth/verify-otp-email', { email: `pool-${i}@example.com`, code: '0000' }),
+      );
+      await Promise.all([...sendCodes, ...listings, ...verifies, watching]);
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(2);
+      const setting = await small.app.db.executeQuery(
+        sql`show idle_in_transaction_session_timeout`.compile(small.app.db),
+      );
+      expect(setting.rows).toEqual([{ idleInTransactionSessionTimeout: '1min' }]);
+    } finally {
+      await admin.end();
+      await small.close();
+    }
   });
 });
 

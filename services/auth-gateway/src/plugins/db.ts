@@ -91,9 +91,16 @@ function classifyingPool(pool: pg.Pool): PostgresPool {
  * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
  * lacks a migration warns: the gateway runs but is not ready), closed on shutdown.
  */
-export default fp<{ url: string }>(
-  async function dbPlugin(app, { url }) {
-    const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 3000 });
+export default fp<{ url: string; poolSize: number }>(
+  async function dbPlugin(app, { url, poolSize }) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      connectionTimeoutMillis: 3000,
+      // A transaction left open with nothing running (a bug, a process frozen mid-way) ends, and its
+      // row locks with it, instead of holding up every request that needs those rows.
+      idle_in_transaction_session_timeout: 60_000,
+    });
     pool.on('error', (err) => app.log.warn({ err }, 'idle Postgres client lost'));
     const db = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: classifyingPool(pool) }),
