@@ -84,9 +84,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ OTP_SECRET: ' '.repeat(36) })).toThrowError(
       'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
     );
-    expect(() => loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '60' })).toThrowError(
-      'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL',
-    );
+    for (const env of [
+      { ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '60' },
+      { REFRESH_TOKEN_TTL: '5', REFRESH_REUSE_GRACE: '10' },
+    ])
+      expect(() => loadConfig(env)).toThrowError(
+        'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL and REFRESH_TOKEN_TTL',
+      );
     expect(loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '59' }).sessions.refreshReuseGrace).toBe(
       59,
     );

@@ -132,7 +132,7 @@ export const GatewayConfigSchema = Type.Object({
     refreshReuseGrace: Int(
       'REFRESH_REUSE_GRACE',
       10,
-      'Seconds (at most 300, and fewer than `ACCESS_TOKEN_TTL`) after a rotation in which the old refresh token still returns the same new pair.',
+      'Seconds (at most 300, and fewer than `ACCESS_TOKEN_TTL` and `REFRESH_TOKEN_TTL`) after a rotation in which the old refresh token still returns the same new pair.',
       {
         minimum: 0,
         maximum: 300,
@@ -304,9 +304,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(
       'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
     );
-  // A pair given again inside the grace window carries the access token of the rotation: still alive.
-  if (config.sessions.refreshReuseGrace >= config.jwt.accessTokenTtl)
-    throw new ConfigError('Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL');
+  // A pair given again inside the grace window carries the tokens of the rotation: still alive.
+  const { refreshReuseGrace, refreshTokenTtl } = config.sessions;
+  if (refreshReuseGrace >= Math.min(config.jwt.accessTokenTtl, refreshTokenTtl))
+    throw new ConfigError(
+      'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL and REFRESH_TOKEN_TTL',
+    );
   const { jobKey, ...mail } = config.mail;
   return Object.freeze({
     ...config,

@@ -159,20 +159,6 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(Math.abs(left - b.expiresIn)).toBeLessThan(1);
   });
 
-  it('ends the whole session when a rotated token comes back from a clock behind the rotation by more than the window', async () => {
-    // Another gateway, whose clock is 5 minutes behind this one's, gets the old token 200 s later.
-    const first = await signIn(gateway.app, 'tamara@example.com');
-    const next = body(await refresh(first.refreshToken)).data;
-    clock.advance(200 - 300);
-    try {
-      const reuse = await refresh(first.refreshToken);
-      expect(reuse.statusCode).toBe(401);
-      expect((await listSessions(next.accessToken)).statusCode).toBe(401);
-    } finally {
-      clock.advance(300 - 200);
-    }
-  });
-
   it('ends the whole session when a rotated token is reused after the grace window', async () => {
     const first = await signIn(gateway.app, 'ursula@example.com');
     const next = body(await refresh(first.refreshToken)).data;

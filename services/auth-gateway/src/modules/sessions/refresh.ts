@@ -60,9 +60,9 @@ export function refreshSession(context: SessionsContext) {
     if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId };
     // Rotatable, yet the statement did not rotate it: it did not exist in the statement's snapshot.
     if (!token.rotatedAt) return { kind: 'invalid' };
-    // Either way: the rotation may have been stamped by another gateway whose clock is ahead of this
-    // one, and a clock behind must not lengthen the window any more than one ahead may shorten it.
-    const sinceRotation = Math.abs(now.getTime() - token.rotatedAt.getTime());
+    // The rotation may have been stamped by another gateway: a difference between their clocks
+    // shortens or lengthens the window by as much (README, Operations: the clocks must agree).
+    const sinceRotation = now.getTime() - token.rotatedAt.getTime();
     if (token.successorSealed && sinceRotation <= seconds(context.refreshReuseGrace)) {
       const successor = openSuccessor(presented, token.successorSealed);
       const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
