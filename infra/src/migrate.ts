@@ -13,31 +13,27 @@ const migrationFolder = fileURLToPath(new URL('../migrations', import.meta.url))
  */
 const LOCK_TIMEOUT = '5s';
 
-/**
- * Each migration in a transaction of its own, all of it or none, unless it exports
- * `transaction = false`: an index built CONCURRENTLY, the one way to build it on a big table while
- * sign-ins go on writing, cannot run inside one.
- */
-function oneTransactionEach(provider: MigrationProvider): MigrationProvider {
-  const inTransaction =
+/** A migration that exports `transaction = false`: an index built CONCURRENTLY, which cannot run in one. */
+const outsideTransaction = (migration: Migration) =>
+  (migration as Migration & { transaction?: boolean }).transaction === false;
+
+/** The migrations, those that run in a transaction given LOCK_TIMEOUT as their first statement. */
+function withLockTimeout(provider: MigrationProvider): MigrationProvider {
+  const first =
     (step: Migration['up']): Migration['up'] =>
-    (db) =>
-      db.transaction().execute(async (trx) => {
-        await sql`set local lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(trx);
-        await step(trx);
-      });
+    async (db) => {
+      await sql`set local lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(db);
+      await step(db);
+    };
   return {
     async getMigrations() {
       const migrations = await provider.getMigrations();
       return Object.fromEntries(
         Object.entries(migrations).map(([name, migration]) => [
           name,
-          (migration as Migration & { transaction?: boolean }).transaction === false
+          outsideTransaction(migration)
             ? migration
-            : {
-                up: inTransaction(migration.up),
-                ...(migration.down && { down: inTransaction(migration.down) }),
-              },
+            : { up: first(migration.up), ...(migration.down && { down: first(migration.down) }) },
         ]),
       );
     },
@@ -46,47 +42,46 @@ function oneTransactionEach(provider: MigrationProvider): MigrationProvider {
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tessera';
 
-// An advisory lock of Tessera's own migration runs (a number no other lock of its uses).
+// An advisory lock of Tessera's migration runs (a number no other lock of its uses).
 const MIGRATION_RUNS = 7_165_322;
 
 /**
- * Runs `work` while no other migration run of this database does. Runs take turns by asking for the
- * lock again every 100 ms, not by waiting in `pg_advisory_lock` as Kysely's Migrator would: a
- * statement waiting there holds a snapshot, and building an index CONCURRENTLY waits for every
- * older snapshot to end, so two runs at once would deadlock. The lock goes with the session.
+ * Applies every pending migration to the database at `databaseUrl`, one at a time, each with its
+ * record in `kysely_migration` in one transaction (all of it or none), or, for one built outside a
+ * transaction, with its record after it; returns the names applied.
+ *
+ * One connection does it all. Runs at once take turns by asking for a lock of that session every
+ * 100 ms, not by waiting in `pg_advisory_lock` (Kysely's Migrator then takes its own lock on the same
+ * session at once): a statement waiting there holds a snapshot, and an index built CONCURRENTLY
+ * waits for every older snapshot to end, so two runs would deadlock.
  */
-async function oneRunAtATime<T>(databaseUrl: string, work: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+export async function migrateToLatest(databaseUrl: string): Promise<string[]> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1, idleTimeoutMillis: 0 });
+  // A connection lost between two statements fails the run at the next one, not the process.
+  pool.on('error', () => {});
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   try {
     const tryLock = async () =>
-      (await client.query('select pg_try_advisory_lock($1) as locked', [MIGRATION_RUNS])).rows[0].locked;
+      (await sql<{ locked: boolean }>`select pg_try_advisory_lock(${MIGRATION_RUNS}) as locked`.execute(db))
+        .rows[0]?.locked;
     while (!(await tryLock())) await new Promise((resolve) => setTimeout(resolve, 100));
-    return await work();
-  } finally {
-    await client.end();
-  }
-}
 
-/** Applies every pending migration to the database at `databaseUrl`; returns the names applied. */
-export const migrateToLatest = (databaseUrl: string): Promise<string[]> =>
-  oneRunAtATime(databaseUrl, () => migrate(databaseUrl));
-
-async function migrate(databaseUrl: string): Promise<string[]> {
-  const db = new Kysely<unknown>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }),
-  });
-  try {
-    const migrator = new Migrator({
-      db,
-      provider: oneTransactionEach(new FileMigrationProvider({ fs, path, migrationFolder })),
-      // The transactions are the migrations' own (above).
-      disableTransactions: true,
-    });
-    const { error, results = [] } = await migrator.migrateToLatest();
-    if (error) throw error;
-    return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    const files = new FileMigrationProvider({ fs, path, migrationFolder });
+    const modules = await files.getMigrations();
+    const migrator = new Migrator({ db, provider: withLockTimeout(files) });
+    const applied: string[] = [];
+    for (;;) {
+      const next = (await migrator.getMigrations()).find((migration) => migration.executedAt === undefined);
+      if (!next) return applied;
+      const module = modules[next.name];
+      const { error, results = [] } = await migrator.migrateUp({
+        disableTransactions: module !== undefined && outsideTransaction(module),
+      });
+      if (error) throw error;
+      applied.push(...results.filter((r) => r.status === 'Success').map((r) => r.migrationName));
+    }
   } finally {
+    // Ends the session, and the lock with it.
     await db.destroy();
   }
 }
