@@ -9,7 +9,7 @@ import { schemaState } from './migration-state.ts';
 import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from './modules/email/email.queue.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
-import { retentionBatch } from './modules/housekeeping/retention.ts';
+import { retentionBatches } from './modules/housekeeping/retention.ts';
 import { createSweep } from './modules/housekeeping/sweep.ts';
 import { createSecurityLog } from './modules/security-events/security-events.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
@@ -107,14 +107,14 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
     sweeps: [
       createSweep({
         name: 'account_deletion',
-        runBatch: async (limit) => (await accountDeletion.finalizeDue(limit)).length,
+        batches: () => async (limit) => (await accountDeletion.finalizeDue(limit)).length,
         interval: config.users.deletionSweepInterval,
         log,
         ready: schema.isCurrent,
       }),
       createSweep({
         name: 'retention',
-        runBatch: retentionBatch({ db, clock, ...config.retention }),
+        batches: () => retentionBatches({ db, clock, ...config.retention }),
         interval: config.retention.sweepInterval,
         log,
         ready: schema.isCurrent,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import type { Database } from '../src/database.ts';
 import * as retention from '../src/modules/housekeeping/retention.repository.ts';
-import { retentionBatch } from '../src/modules/housekeeping/retention.ts';
+import { retentionBatches } from '../src/modules/housekeeping/retention.ts';
 import * as sessions from '../src/modules/sessions/sessions.repository.ts';
 
 let database: TestDatabase;
@@ -94,7 +94,7 @@ describe('the retention sweep', () => {
 
   it('asks no more for a kind of row that came back short, while another kind has a backlog', async () => {
     // The tokens and events left due by the test before; no session is.
-    const sweep = retentionBatch({
+    const sweep = retentionBatches({
       db,
       clock: systemClock,
       sessionRetention: 86_400,

@@ -13,29 +13,22 @@ export interface RetentionOptions {
 }
 
 /**
- * Storage that does not grow forever: per call, one batch of each kind of expired row that has not
- * come back short yet in this run; returns the most rows one of them deleted (a full batch means
- * more may be left). So a backlog of one kind does not query the others again and again for nothing.
+ * Storage that does not grow forever: the batches of one run of the retention sweep. Each deletes a
+ * batch of each kind of expired row that has not come back short yet in this run, and returns the
+ * most rows one of them deleted (a full batch means more may be left): a backlog of one kind does
+ * not query the others again and again for nothing.
  */
-export function retentionBatch({ db, clock, sessionRetention, securityEventRetention }: RetentionOptions) {
+export function retentionBatches({ db, clock, sessionRetention, securityEventRetention }: RetentionOptions) {
   const ago = (seconds: number) => new Date(clock.now().getTime() - seconds * 1000);
-  const kinds = [
+  let left = [
     (limit: number) => repository.deleteOldSessions(db, ago(sessionRetention), limit),
     (limit: number) => repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit),
     (limit: number) => repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit),
   ];
-  let left = kinds;
   return async (limit: number): Promise<number> => {
     const counts: number[] = [];
-    try {
-      for (const kind of left) counts.push(await kind(limit));
-    } catch (error) {
-      left = kinds;
-      throw error;
-    }
+    for (const kind of left) counts.push(await kind(limit));
     left = left.filter((_, i) => (counts[i] ?? 0) >= limit);
-    // The run ends with this batch: the next one starts with every kind again.
-    if (left.length === 0) left = kinds;
     return Math.max(0, ...counts);
   };
 }

@@ -28,7 +28,7 @@ const ids = (count: number) => Array.from({ length: count }, (_, i) => `user-${i
 describe('a sweep', () => {
   it('runs at once when started, then every interval', async () => {
     const runBatch = vi.fn(async () => 0);
-    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log });
+    const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 60, log });
     sweep.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(runBatch).toHaveBeenCalledTimes(1);
@@ -44,7 +44,13 @@ describe('a sweep', () => {
   it('skips its runs, quietly, while not ready (a schema behind), and works once it is', async () => {
     const runBatch = vi.fn(async () => 0);
     let ready = false;
-    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log, ready: async () => ready });
+    const sweep = createSweep({
+      name: 'test',
+      batches: () => runBatch,
+      interval: 60,
+      log,
+      ready: async () => ready,
+    });
     sweep.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(runBatch).not.toHaveBeenCalled();
@@ -58,7 +64,7 @@ describe('a sweep', () => {
   it('takes batch after batch while batches come back full', async () => {
     const batches = [ids(3), ids(3), ids(1)];
     const runBatch = vi.fn(async () => (batches.shift() ?? []).length);
-    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log, batchSize: 3 });
+    const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 60, log, batchSize: 3 });
     sweep.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(runBatch.mock.calls).toEqual([[3], [3], [3]]);
@@ -70,7 +76,7 @@ describe('a sweep', () => {
       .fn<(limit: number) => Promise<number>>()
       .mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:5432'))
       .mockResolvedValue(0);
-    const sweep = createSweep({ name: 'test', runBatch, interval: 5, log });
+    const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 5, log });
     sweep.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(lines).toEqual([
@@ -87,7 +93,7 @@ describe('a sweep', () => {
 
   it('stops after the batch in progress, and stop() resolves only once that batch is done', async () => {
     const { calls, runBatch } = controlledFinalize();
-    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log, batchSize: 2 });
+    const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 60, log, batchSize: 2 });
     sweep.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(calls).toHaveLength(1);
@@ -109,7 +115,7 @@ describe('a sweep', () => {
 
   it('resolves stop() at once when no run is in progress, and can be started again', async () => {
     const runBatch = vi.fn(async () => 0);
-    const sweep = createSweep({ name: 'test', runBatch, interval: 60, log });
+    const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 60, log });
     await sweep.stop();
     sweep.start();
     sweep.start();

@@ -9,8 +9,11 @@ const sweepFailures = meter.createCounter('tessera.sweep.failures', {
 export interface SweepOptions {
   /** What the sweep does, for logs and metrics: `account_deletion`, `retention`. */
   name: string;
-  /** Handles up to `limit` rows; returns how many it handled. */
-  runBatch: (limit: number) => Promise<number>;
+  /**
+   * Called at the start of each run: what handles a batch of up to `limit` rows in that run, and
+   * answers how many it handled.
+   */
+  batches: () => (limit: number) => Promise<number>;
   /** Seconds between two runs. */
   interval: number;
   log: FastifyBaseLogger;
@@ -34,7 +37,7 @@ export type Sweep = ReturnType<typeof createSweep>;
  */
 export function createSweep({
   name,
-  runBatch,
+  batches,
   interval,
   log,
   batchSize = 100,
@@ -51,6 +54,7 @@ export function createSweep({
         log.debug({ sweep: name }, 'sweep skipped: the database lacks migrations');
         return;
       }
+      const runBatch = batches();
       while (!stopped) {
         if ((await runBatch(batchSize)) < batchSize) return;
       }
