@@ -97,6 +97,7 @@ export async function buildApp(
     db: app.db,
     redis: app.redis,
     mailQueue: app.mailQueue,
+    queueRedis: app.mailQueueRedis,
     keys: await loadTokenKeys(config.jwt),
     clock,
     log: app.log,

@@ -26,6 +26,8 @@ export interface Clients {
   db: Kysely<Database>;
   redis: RedisClient;
   mailQueue: Queue;
+  /** The mail queue's own Redis connection. */
+  queueRedis: RedisClient;
   keys: { signingKey: SigningKey; verificationKeys: VerificationKey[] };
   clock: Clock;
   log: FastifyBaseLogger;
@@ -34,7 +36,10 @@ export interface Clients {
 export type Services = ReturnType<typeof createServices>;
 
 /** The whole gateway: every service and store, built once from the configuration and the clients. */
-export function createServices(config: GatewayConfig, { db, redis, mailQueue, keys, clock, log }: Clients) {
+export function createServices(
+  config: GatewayConfig,
+  { db, redis, mailQueue, queueRedis, keys, clock, log }: Clients,
+) {
   const securityLog = createSecurityLog(db, log);
   // Whether Postgres has every migration of this code: readiness and the sweeps wait for it.
   const schema = schemaState(db);
@@ -121,6 +126,6 @@ export function createServices(config: GatewayConfig, { db, redis, mailQueue, ke
       }),
     ],
     securityLog,
-    readiness: readinessChecks(db, redis, schema),
+    readiness: readinessChecks(db, [redis, queueRedis], schema),
   };
 }

@@ -1,5 +1,5 @@
 import { EMAIL_QUEUE } from '@tessera/contracts';
-import { closeRedis, createRedis, type RedisTarget, reportOutages } from '@tessera/redis';
+import { closeRedis, createRedis, type RedisClient, type RedisTarget, reportOutages } from '@tessera/redis';
 import { bullmqTelemetry, observeQueueJobs } from '@tessera/telemetry';
 import { Queue } from 'bullmq';
 import fp from 'fastify-plugin';
@@ -7,6 +7,8 @@ import fp from 'fastify-plugin';
 declare module 'fastify' {
   interface FastifyInstance {
     mailQueue: Queue;
+    /** The mail queue's own Redis connection. */
+    mailQueueRedis: RedisClient;
   }
 }
 
@@ -24,6 +26,7 @@ export default fp<{ redis: RedisTarget; prefix: string }>(
     // Its connection's errors, told above.
     queue.on('error', (err) => app.log.debug({ err }, 'mail queue error'));
     app.decorate('mailQueue', queue);
+    app.decorate<RedisClient>('mailQueueRedis', connection);
     const stopObserving = observeQueueJobs(queue);
     app.addHook('onClose', async () => {
       stopObserving();
