@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { FileMigrationProvider, type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
 
 const migrationFolder = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -18,26 +18,21 @@ const outsideTransaction = (migration: Migration) =>
   (migration as Migration & { transaction?: boolean }).transaction === false;
 
 /** The migrations, those that run in a transaction given LOCK_TIMEOUT as their first statement. */
-function withLockTimeout(provider: MigrationProvider): MigrationProvider {
+function withLockTimeout(migrations: Record<string, Migration>): Record<string, Migration> {
   const first =
     (step: Migration['up']): Migration['up'] =>
     async (db) => {
       await sql`set local lock_timeout = ${sql.lit(LOCK_TIMEOUT)}`.execute(db);
       await step(db);
     };
-  return {
-    async getMigrations() {
-      const migrations = await provider.getMigrations();
-      return Object.fromEntries(
-        Object.entries(migrations).map(([name, migration]) => [
-          name,
-          outsideTransaction(migration)
-            ? migration
-            : { up: first(migration.up), ...(migration.down && { down: first(migration.down) }) },
-        ]),
-      );
-    },
-  };
+  return Object.fromEntries(
+    Object.entries(migrations).map(([name, migration]) => [
+      name,
+      outsideTransaction(migration)
+        ? migration
+        : { up: first(migration.up), ...(migration.down && { down: first(migration.down) }) },
+    ]),
+  );
 }
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tessera';
@@ -66,20 +61,22 @@ export async function migrateToLatest(databaseUrl: string): Promise<string[]> {
         .rows[0]?.locked;
     while (!(await tryLock())) await new Promise((resolve) => setTimeout(resolve, 100));
 
-    const files = new FileMigrationProvider({ fs, path, migrationFolder });
-    const modules = await files.getMigrations();
-    const migrator = new Migrator({ db, provider: withLockTimeout(files) });
+    const modules = await new FileMigrationProvider({ fs, path, migrationFolder }).getMigrations();
+    const migrations = withLockTimeout(modules);
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+    const pending = (await migrator.getMigrations()).filter(
+      (migration) => migration.executedAt === undefined,
+    );
     const applied: string[] = [];
-    for (;;) {
-      const next = (await migrator.getMigrations()).find((migration) => migration.executedAt === undefined);
-      if (!next) return applied;
-      const module = modules[next.name];
+    for (const { name } of pending) {
+      const module = modules[name];
       const { error, results = [] } = await migrator.migrateUp({
         disableTransactions: module !== undefined && outsideTransaction(module),
       });
       if (error) throw error;
       applied.push(...results.filter((r) => r.status === 'Success').map((r) => r.migrationName));
     }
+    return applied;
   } finally {
     // Ends the session, and the lock with it.
     await db.destroy();
