@@ -1,4 +1,4 @@
-import { type PrivateRedis, type SmtpSink, waitUntil } from '@tessera/testing';
+import { DURABLE_REDIS_ARGS, type PrivateRedis, type SmtpSink, waitUntil } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
@@ -12,14 +12,7 @@ let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  fault = await startOnPrivateRedis([
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'everysec',
-    '--maxmemory-policy',
-    'noeviction',
-  ]);
+  fault = await startOnPrivateRedis(DURABLE_REDIS_ARGS);
   ({ redis, sink, tessera } = fault);
 });
 afterAll(() => fault?.remove());

@@ -1,4 +1,4 @@
-import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
+import { DURABLE_REDIS_ARGS, type PrivateRedis, startPrivateRedis } from '@tessera/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, durabilityProblems } from '../src/index.ts';
 
@@ -34,14 +34,7 @@ describe('durabilityProblems', () => {
   });
 
   it('finds nothing wrong with a durable Redis', async () => {
-    const url = await redisServer(
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'everysec',
-      '--maxmemory-policy',
-      'noeviction',
-    );
+    const url = await redisServer(...DURABLE_REDIS_ARGS);
     expect(await problemsOf(url)).toEqual([]);
   });
 

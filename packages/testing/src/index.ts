@@ -2,6 +2,7 @@ export { type Json, type JsonAnswer, jsonClient } from './json-client.ts';
 export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts';
 export {
   createDatabase,
+  DURABLE_REDIS_ARGS,
   type PrivatePostgres,
   type PrivateRedis,
   type ServiceProcess,

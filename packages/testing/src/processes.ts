@@ -50,6 +50,16 @@ export interface PrivateRedis {
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
+/** A redis-server's arguments for keeping its data as the README asks (AOF every second, no eviction). */
+export const DURABLE_REDIS_ARGS = [
+  '--appendonly',
+  'yes',
+  '--appendfsync',
+  'everysec',
+  '--maxmemory-policy',
+  'noeviction',
+];
+
 /**
  * A redis-server of the test's own on a free port, started with `args` (e.g. `--appendonly yes`). A
  * port can be taken between freePort and the server's bind (another test picked it too): the server

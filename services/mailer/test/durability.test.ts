@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
+import { DURABLE_REDIS_ARGS, type PrivateRedis, startPrivateRedis } from '@tessera/testing';
 import pino from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
@@ -63,14 +63,7 @@ it('warns at start, naming each setting, when Redis would lose queued emails', a
 });
 
 it('says nothing when Redis keeps its data as the README asks', async () => {
-  const lines = await warningsAt([
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'everysec',
-    '--maxmemory-policy',
-    'noeviction',
-  ]);
+  const lines = await warningsAt(DURABLE_REDIS_ARGS);
   expect(lines).toEqual([]);
 });
 
