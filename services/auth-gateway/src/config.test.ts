@@ -11,7 +11,7 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({
       env: 'development',
       http: { port: 3000, opsPort: 9465, corsOrigins: [], trustProxy: false },
-      database: { url: 'postgres://postgres@127.0.0.1:5432/tessera', poolSize: 10 },
+      database: { url: 'postgres://postgres@127.0.0.1:5432/tessera', poolSize: 10, statementTimeout: 10 },
       redis: { url: 'redis://127.0.0.1:6379' },
       jwt: { accessTokenTtl: 3600, clockTolerance: 30 },
       sessions: { refreshTokenTtl: 2_592_000, refreshReuseGrace: 10 },

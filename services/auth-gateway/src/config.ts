@@ -75,6 +75,12 @@ export const GatewayConfigSchema = Type.Object({
       "Postgres connections one gateway process opens at most (at most 1,000). Every gateway's, the migrations' and your other clients' together must stay under the server's `max_connections`.",
       { maximum: 1000 },
     ),
+    statementTimeout: Int(
+      'DATABASE_STATEMENT_TIMEOUT',
+      10,
+      'Seconds (at most 600) a statement of a request may run, waiting for locks included; past it Postgres cancels it and the request answers 503 with `Retry-After`, instead of holding a pool connection. The account deletion sweep is exempt.',
+      { maximum: 600 },
+    ),
   }),
   redis: Type.Object({
     url: shared.redisUrl,

@@ -634,6 +634,39 @@ describe('finalization', () => {
     expect((await refresh(app, mary.refreshToken)).statusCode).toBe(401);
   });
 
+  it('is not cut short by DATABASE_STATEMENT_TIMEOUT: an erasure that waits longer still happens', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, {
+      ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
+      DATABASE_STATEMENT_TIMEOUT: '1',
+    });
+    const ann = await signIn(app, 'ann@example.com');
+    expect((await requestDeletion(app, ann.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+
+    // Her events held by another transaction for longer than a request's statement may run.
+    const { sweeping } = await app.db.transaction().execute(async (holder) => {
+      await holder
+        .selectFrom('securityEvents')
+        .select('id')
+        .where('userId', '=', ann.user._id)
+        .forUpdate()
+        .execute();
+      const sweep = sweeper(app, clock).finalizeDue(10);
+      await eventually(async () => {
+        const { rows } = await sql<{ waiting: number }>`
+          select count(*)::int as waiting from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'
+            and clock_timestamp() - query_start > interval '1500 milliseconds'`.execute(holder);
+        return rows[0]?.waiting ? true : undefined;
+      }, 'the sweep to wait on a lock for longer than the statement timeout');
+      return { sweeping: sweep };
+    });
+
+    expect(await sweeping).toEqual([ann.user._id]);
+    expect((await userRow(app, ann.user._id)).accountDeletionStatus).toBe('finalized');
+  });
+
   it('happens exactly once when several gateways sweep at the same time', async () => {
     const clock = manualClock(new Date(START));
     const shared = await deployment();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
-import { body, envBeside, post, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, envBeside, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -58,6 +58,34 @@ describe('Postgres connections', () => {
       expect(setting.rows).toEqual([{ idleInTransactionSessionTimeout: '1min' }]);
     } finally {
       await admin.end();
+      await small.close();
+    }
+  });
+});
+
+describe('a statement stuck behind a lock', () => {
+  it('answers 503 after DATABASE_STATEMENT_TIMEOUT, and its connection serves the next request', async () => {
+    const small = await startGateway({ DATABASE_POOL_SIZE: '1', DATABASE_STATEMENT_TIMEOUT: '1' });
+    const operator = new pg.Client({ connectionString: small.config.database.url });
+    await operator.connect();
+    try {
+      const { accessToken } = await signIn(small.app, 'locked-out@example.com');
+      await operator.query('begin');
+      await operator.query('lock table sessions in access exclusive mode');
+
+      const list = await small.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
+      expect(list.statusCode).toBe(503);
+      expect(body(list).errors).toEqual(['Service unavailable']);
+      expect(list.headers['retry-after']).toBe('5');
+      // The pool's only connection is free again: what needs no locked table is answered.
+      const me = await small.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+      expect(me.statusCode).toBe(200);
+
+      await operator.query('rollback');
+      const again = await small.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
+      expect(again.statusCode).toBe(200);
+    } finally {
+      await operator.end();
       await small.close();
     }
   });

@@ -12,9 +12,10 @@ declare module 'fastify' {
   }
 }
 
-// SQLSTATE classes and codes that say "not now": connection exceptions, the server shutting down,
-// too many connections. Everything else the server answers is about the query.
-const UNAVAILABLE_STATES = /^(08|57P0[123]$|53300$)/;
+// SQLSTATE classes and codes that say "not now": connection exceptions, a statement cancelled (its
+// timeout, or an operator), the server shutting down, too many connections. Everything else the
+// server answers is about the query.
+const UNAVAILABLE_STATES = /^(08|57014$|57P0[123]$|53300$)/;
 
 /** What the pool rejects with: an outage as DependencyUnavailableError, a query's own error as it is. */
 function classify(error: unknown): unknown {
@@ -91,12 +92,16 @@ function classifyingPool(pool: pg.Pool): PostgresPool {
  * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
  * lacks a migration warns: the gateway runs but is not ready), closed on shutdown.
  */
-export default fp<{ url: string; poolSize: number }>(
-  async function dbPlugin(app, { url, poolSize }) {
+export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
+  async function dbPlugin(app, { url, poolSize, statementTimeout }) {
     const pool = new pg.Pool({
       connectionString: url,
       max: poolSize,
       connectionTimeoutMillis: 3000,
+      // A statement stuck behind a lock (an operator's ALTER TABLE, a long transaction) fails with a
+      // 503 instead of keeping its connection: otherwise such waits fill the pool, and every request
+      // then fails, including those that need none of the locked rows.
+      statement_timeout: statementTimeout * 1000,
       // A transaction left open with nothing running (a bug, a process frozen mid-way) ends, and its
       // row locks with it, instead of holding up every request that needs those rows.
       idle_in_transaction_session_timeout: 60_000,

@@ -7,7 +7,7 @@ import {
   type EmailJobs,
 } from '@tessera/contracts';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
 import { GatewayError } from '../../errors.ts';
@@ -126,6 +126,8 @@ export function createAccountDeletion({
     async finalizeDue(limit: number): Promise<string[]> {
       const now = clock.now();
       const { userIds, ended, sessionIds } = await db.transaction().execute(async (trx) => {
+        // Erasing accounts with years of sessions and events may take longer than a request may.
+        await sql`set local statement_timeout = 0`.execute(trx);
         const ids = await repository.lockDueDeletions(trx, now, limit);
         if (ids.length === 0) return { userIds: ids, ended: 0, sessionIds: [] };
         await repository.eraseAccounts(trx, ids, now);
