@@ -94,6 +94,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '59' }).sessions.refreshReuseGrace).toBe(
       59,
     );
+    for (const [name, value] of [
+      ['PRIVACY_POLICY_VERSION', '2.0 '],
+      ['TERMS_OF_USE_VERSION', ' 1.1'],
+      ['CONSENT_FORM_VERSION', ' '],
+    ] as const)
+      expect(() => loadConfig({ [name]: value }), name).toThrowError(
+        `Invalid configuration: ${name} must not begin or end with a blank`,
+      );
     // A secret read from a file ends with a newline.
     expect(loadConfig({ OTP_SECRET: `${'s'.repeat(32)}\n` }).otp.secret).toBe(`${'s'.repeat(32)}\n`);
   });

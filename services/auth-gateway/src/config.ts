@@ -316,6 +316,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(
       'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL and REFRESH_TOKEN_TTL',
     );
+  // A client sends the version back as the registration advertised it, and a client trims it: one
+  // with blanks around it (a stray space in an env file) could never be accepted.
+  for (const [name, version] of [
+    ['PRIVACY_POLICY_VERSION', config.policies.privacyPolicyVersion],
+    ['TERMS_OF_USE_VERSION', config.policies.termsOfUseVersion],
+    ['CONSENT_FORM_VERSION', config.policies.consentFormVersion],
+  ] as const)
+    if (version !== undefined && version !== version.trim())
+      throw new ConfigError(`Invalid configuration: ${name} must not begin or end with a blank`);
   const { jobKey, ...mail } = config.mail;
   return Object.freeze({
     ...config,
