@@ -56,6 +56,40 @@ describe('every response is the envelope', () => {
     expect(body(response).errors).toContain('Body is not valid JSON');
   });
 
+  it('answers bytes that are not UTF-8 with a 400, rather than store U+FFFD in their place', async () => {
+    const response = await gateway.app.inject({
+      method: 'POST',
+      url: SEND,
+      headers: { 'content-type': 'application/json' },
+      payload: Buffer.concat([Buffer.from('{"email": "a'), Buffer.from([0xff]), Buffer.from('@b.co"}')]),
+    });
+    expect(response.statusCode).toBe(400);
+    expect(body(response).errors).toEqual([
+      'Validation failed',
+      'Body is not valid JSON',
+      'body is not UTF-8',
+    ]);
+  });
+
+  it('reads JSON in UTF-8 only: another charset is a 415', async () => {
+    const inCharset = (charset: string) =>
+      gateway.app.inject({
+        method: 'POST',
+        url: SEND,
+        headers: { 'content-type': `application/json; charset=${charset}` },
+        payload: Buffer.from('{"email": "caf\xe9@b.co"}', 'latin1'),
+      });
+    const latin1 = await inCharset('iso-8859-1');
+    expect(latin1.statusCode).toBe(415);
+    expect(body(latin1).errors).toEqual([
+      'Unsupported media type',
+      'Content-Type must be application/json',
+      'charset must be UTF-8',
+    ]);
+    // Declared UTF-8, the same bytes are no UTF-8 at all.
+    expect((await inCharset('"UTF-8"')).statusCode).toBe(400);
+  });
+
   it('answers a non-JSON body with an enveloped 415', async () => {
     const response = await gateway.app.inject({
       method: 'POST',

@@ -1,18 +1,28 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { GatewayError } from '../errors.ts';
+
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
 /**
- * JSON is the only body type: `text/plain` and everything else is a 415. An empty JSON body reads
- * as no body (so `POST /logout` with only a Content-Type header works), and `__proto__` /
- * `constructor.prototype` keys are dropped rather than trusted.
+ * JSON is the only body type: `text/plain` and everything else is a 415, and so is JSON in another
+ * charset than UTF-8. Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. An
+ * empty JSON body reads as no body (so `POST /logout` with only a Content-Type header works), and
+ * `__proto__` / `constructor.prototype` keys are dropped rather than trusted.
  */
 export default fp(
   async function jsonBody(app: FastifyInstance) {
     const parse = app.getDefaultJsonParser('remove', 'remove');
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      if (body === '') return done(null, undefined);
-      return parse(request, body as string, done);
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1];
+      if (charset !== undefined && !/^utf-?8$/i.test(charset))
+        return done(new GatewayError('UNSUPPORTED_MEDIA_TYPE', ['charset must be UTF-8']));
+      const bytes = body as Buffer;
+      if (bytes.length === 0) return done(null, undefined);
+      if (!isUtf8(bytes)) return done(new GatewayError('INVALID_JSON', ['body is not UTF-8']));
+      return parse(request, bytes.toString('utf8'), done);
     });
   },
   { name: 'json-body' },
