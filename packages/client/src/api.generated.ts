@@ -453,11 +453,11 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. Read-only and unknown fields are a 400 naming the field. */
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and stored in Unicode normalization form C; a string with a lone surrogate is a 400. Read-only and unknown fields are a 400 naming the field. */
         UserPatch: {
-            /** @description Given name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            /** @description Given name: 1–60 characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             name?: string | null;
-            /** @description Family name: 1–60 characters, no control characters. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            /** @description Family name: 1–60 characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             surname?: string | null;
             /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             username?: string | null;
@@ -471,7 +471,7 @@ export interface components {
             gender?: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
             /** @description null clears it. Surrounding blanks are trimmed before it is checked. */
             availabilityStatus?: ("available" | "busy" | "away" | "offline") | null;
-            /** @description At most 20 distinct entries of 1–40 characters, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. Each entry's surrounding blanks are trimmed before it is checked. */
+            /** @description At most 20 distinct entries of 1–40 characters, at least one of them visible, no control characters, kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them. Each entry's surrounding blanks are trimmed before it is checked. */
             interests?: string[] | null;
             /** @description At most 100 characters; no control characters but tabs and line breaks. null or an empty string clears it. Surrounding blanks are trimmed before it is checked. */
             expertise?: string | null;
@@ -487,9 +487,9 @@ export interface components {
             snapchat?: string | null;
             /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
             facebook?: string | null;
-            /** @description An https:// URL of at most 2048 characters, without credentials (user:password@). null clears it. Surrounding blanks are trimmed before it is checked. */
+            /** @description An https:// URL of at most 2048 characters, without credentials (user:password@); stored as a browser reads it (https://CDN.example.com\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it. Surrounding blanks are trimmed before it is checked. */
             profilePhoto?: string | null;
-            /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. null clears it. Surrounding blanks are trimmed before it is checked. */
+            /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. An alias is kept when written as tzdb writes it (US/Eastern); written otherwise, it is stored as the zone it names (us/eastern → America/New_York). null clears it. Surrounding blanks are trimmed before it is checked. */
             timezone?: string | null;
             /**
              * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
@@ -1883,7 +1883,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. Read-only and unknown fields are a 400 naming the field. */
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and stored in Unicode normalization form C; a string with a lone surrogate is a 400. Read-only and unknown fields are a 400 naming the field. */
         requestBody: {
             content: {
                 /**

@@ -197,9 +197,46 @@ describe('name and surname', () => {
   it.each(['Ay\u0000şe', 'Ayşe\nYılmaz', 'Ay\u0007şe', 'Ay\u009bşe'])(
     'reject control characters: %j',
     (name) => {
-      expect(plan({ name })).toEqual(invalid('name must not contain control characters'));
+      expect(plan({ name })).toEqual(
+        invalid('name must not contain control characters, line separators or bidirectional controls'),
+      );
     },
   );
+
+  it.each(['Ayşe\u202e', 'Ay\u2066şe', 'Ayşe\u2028Yılmaz'])(
+    'reject bidirectional controls, which would turn the surname around when shown, and line separators: %j',
+    (name) => {
+      expect(plan({ name })).toEqual(
+        invalid('name must not contain control characters, line separators or bidirectional controls'),
+      );
+    },
+  );
+
+  it.each(['\u200b', '\u200d', '\u3164', '\u2800', '\u0301'])(
+    'must show something: %j is refused',
+    (name) => {
+      expect(plan({ name })).toEqual(invalid('name must contain a visible character'));
+      // Which would otherwise clear a name that cannot be cleared.
+      expect(plan({ name }, REGISTERED)).toEqual(invalid('name must contain a visible character'));
+    },
+  );
+
+  it('keep the zero-width characters some scripts write inside a name', () => {
+    expect(changesOf({ name: 'نسرین\u200cدخت' })).toEqual({ name: 'نسرین\u200cدخت' });
+  });
+
+  it('are stored in Unicode normalization form C, and counted so', () => {
+    expect(changesOf({ name: 'Jose\u0301' })).toEqual({ name: 'José' });
+    expect(changesOf({ name: 'Jose\u0301' }, { ...REGISTERED, name: 'José' })).toEqual({});
+    expect(changesOf({ surname: repeat('e\u0301', 60) })).toEqual({ surname: repeat('é', 60) });
+  });
+
+  it('reject a lone surrogate rather than store another character in its place', () => {
+    expect(plan({ name: 'A\ud800B' })).toEqual(invalid('name must not contain a lone surrogate'));
+    expect(plan({ interests: ['\udc00'] })).toEqual(
+      invalid('interests entries must not contain a lone surrogate'),
+    );
+  });
 
   it.each([42, true, ['Ayşe'], { first: 'Ayşe' }])('reject a value of the wrong JSON type: %j', (name) => {
     expect(plan({ name })).toEqual(invalid('name must be a string or null'));
@@ -226,6 +263,10 @@ describe('name and surname', () => {
 });
 
 describe('username', () => {
+  it('is read in Unicode normalization form C, where the Kelvin sign is the letter K', () => {
+    expect(changesOf({ username: '\u212aate' })).toMatchObject({ username: 'kate' });
+  });
+
   it('is stored lower-cased and trimmed, and setting it writes the change time', () => {
     const result = plan({ username: '  Ayse.Yilmaz_1 ' });
     expect(result).toEqual({
@@ -247,6 +288,7 @@ describe('username', () => {
     ['ayse-yilmaz', 'username may contain only a–z, 0–9, . and _'],
     ['ayse yilmaz', 'username may contain only a–z, 0–9, . and _'],
     ['@ayse', 'username may contain only a–z, 0–9, . and _'],
+    ['\u0130smail', 'username may contain only a–z, 0–9, . and _'],
     ['.ayse', 'username must not start or end with .'],
     ['ayse.', 'username must not start or end with .'],
   ])('rejects %j', (username, detail) => {
@@ -504,6 +546,14 @@ describe('interests', () => {
     );
   });
 
+  it('that look the same are one, however their accents were typed', () => {
+    expect(changesOf({ interests: ['café', 'cafe\u0301', 'CAFE\u0301'] })).toEqual({ interests: ['café'] });
+  });
+
+  it.each([['\u200b'], ['jazz\u202e'], ['ja\u2028zz']])('entries are one visible line: %j', (entry) => {
+    expect(plan({ interests: [entry] })).toMatchObject({ ok: false, status: 400 });
+  });
+
   it.each([[['  ']], [['']], [[repeat('x', 41)]]])('entries are 1–40 characters: %j', (interests) => {
     expect(plan({ interests })).toEqual(invalid('interests entries must be 1–40 characters'));
   });
@@ -615,6 +665,15 @@ describe('profilePhoto', () => {
     },
   );
 
+  it('is stored as a browser reads it, so that no reader finds another host or credentials in it', () => {
+    expect(changesOf({ profilePhoto: 'https://cdn.good.com\\attacker:secret@evil.com/a.jpg' })).toEqual({
+      profilePhoto: 'https://cdn.good.com/attacker:secret@evil.com/a.jpg',
+    });
+    expect(changesOf({ profilePhoto: 'https://CDN.Example.com/ä.jpg?"x"' })).toEqual({
+      profilePhoto: 'https://cdn.example.com/%C3%A4.jpg?%22x%22',
+    });
+  });
+
   it('is at most 2048 characters', () => {
     const base = 'https://cdn.example.com/';
     const longest = base + repeat('a', 2048 - base.length);
@@ -646,6 +705,16 @@ describe('timezone', () => {
     'keeps the alias %s as sent rather than swapping in another name',
     (timezone) => {
       expect(changesOf({ timezone })).toEqual({ timezone });
+    },
+  );
+
+  it.each([
+    ['us/eastern', 'America/New_York'],
+    ['etc/utc', 'UTC'],
+  ])(
+    'stores %j, an alias in a spelling no tzdb reader knows, as the zone it names: %j',
+    (timezone, stored) => {
+      expect(changesOf({ timezone })).toEqual({ timezone: stored });
     },
   );
 
@@ -999,6 +1068,8 @@ describe('the UserPatch schema of the OpenAPI document', () => {
   it.each([
     { name: 42 },
     { name: 'Ay\u0007şe' },
+    { name: 'Ayşe\u202e' },
+    { interests: ['ja\u2028zz'] },
     { username: '.ayse' },
     { username: 'ayse-yilmaz' },
     { gender: 'robot' },
@@ -1022,6 +1093,7 @@ describe('the UserPatch schema of the OpenAPI document', () => {
     { name: null, gender: null, interests: null, tiktok: null },
     { countryCode: null, phoneNumber: null },
     { consentFormAccepted: false },
+    { interests: Array.from({ length: 25 }, () => 'jazz') },
     {},
   ])('accepts %j, as the rules do', (body) => {
     expect(validate(body)).toBe(true);

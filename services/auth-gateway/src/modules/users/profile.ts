@@ -16,7 +16,9 @@ const HANDLE_MAX = 30;
 const PHOTO_URL_MAX = 2048;
 const TIME_ZONE_MAX = 64;
 
-const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+// One line of text (names, interests): no line or paragraph separators, and no bidirectional
+// embeddings, overrides or isolates, which would turn the text around it when shown.
+const ONE_LINE = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$';
 // Text of several lines (bio, expertise) keeps tabs and line breaks.
 const NO_CONTROL_CHARACTERS_BUT_LINES = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
 const USERNAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9._]*[A-Za-z0-9_]$';
@@ -40,12 +42,12 @@ const Handle = (site: string) =>
 export const UserPatch = Type.Object(
   {
     name: Clearable(
-      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: NO_CONTROL_CHARACTERS }),
-      `Given name: 1–${NAME_MAX} characters, no control characters. null clears it, but not once registration is complete.`,
+      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: ONE_LINE }),
+      `Given name: 1–${NAME_MAX} characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
     ),
     surname: Clearable(
-      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: NO_CONTROL_CHARACTERS }),
-      `Family name: 1–${NAME_MAX} characters, no control characters. null clears it, but not once registration is complete.`,
+      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: ONE_LINE }),
+      `Family name: 1–${NAME_MAX} characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
     ),
     username: Clearable(
       Type.String({ minLength: USERNAME_MIN, maxLength: USERNAME_MAX, pattern: USERNAME_PATTERN }),
@@ -69,11 +71,10 @@ export const UserPatch = Type.Object(
     gender: Clearable(Type.Enum([...GENDERS]), 'null clears it.'),
     availabilityStatus: Clearable(Type.Enum([...AVAILABILITY_STATUSES]), 'null clears it.'),
     interests: Clearable(
-      Type.Array(Type.String({ minLength: 1, maxLength: INTEREST_MAX, pattern: NO_CONTROL_CHARACTERS }), {
-        maxItems: INTERESTS_MAX,
-      }),
-      `At most ${INTERESTS_MAX} distinct entries of 1–${INTEREST_MAX} characters, no control characters, kept in order; duplicates ` +
-        '(ignoring case) collapse into the first. null or [] clears them.',
+      // No maxItems: the limit counts distinct entries, after duplicates collapse.
+      Type.Array(Type.String({ minLength: 1, maxLength: INTEREST_MAX, pattern: ONE_LINE })),
+      `At most ${INTERESTS_MAX} distinct entries of 1–${INTEREST_MAX} characters, at least one of them visible, no control characters, ` +
+        'kept in order; duplicates (ignoring case) collapse into the first. null or [] clears them.',
     ),
     expertise: Clearable(
       Type.String({ maxLength: EXPERTISE_MAX, pattern: NO_CONTROL_CHARACTERS_BUT_LINES }),
@@ -90,12 +91,14 @@ export const UserPatch = Type.Object(
     facebook: Handle('Facebook'),
     profilePhoto: Clearable(
       Type.String({ format: 'uri', pattern: '^https://', maxLength: PHOTO_URL_MAX }),
-      `An https:// URL of at most ${PHOTO_URL_MAX} characters, without credentials (user:password@). null clears it.`,
+      `An https:// URL of at most ${PHOTO_URL_MAX} characters, without credentials (user:password@); stored as a browser ` +
+        'reads it (https://CDN.example.com\\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it.',
     ),
     timezone: Clearable(
       Type.String({ minLength: 1, maxLength: TIME_ZONE_MAX, pattern: TIME_ZONE_PATTERN }),
       'An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. ' +
-        "Case is corrected to the server's spelling. null clears it.",
+        "Case is corrected to the server's spelling. An alias is kept when written as tzdb writes it (US/Eastern); " +
+        'written otherwise, it is stored as the zone it names (us/eastern → America/New_York). null clears it.',
     ),
     privacyPolicyAccepted: Type.Optional(
       Type.Literal(true, {
@@ -137,7 +140,8 @@ export const UserPatch = Type.Object(
   {
     additionalProperties: false,
     description:
-      'Partial update: an absent field is left alone, null clears an optional field, strings are trimmed. ' +
+      'Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and ' +
+      'stored in Unicode normalization form C; a string with a lone surrogate is a 400. ' +
       'Read-only and unknown fields are a 400 naming the field.',
     dependentRequired: {
       countryCode: ['phoneNumber'],
@@ -277,11 +281,30 @@ const characters = (value: string) => [...value].length;
 // \p{Cc}: U+0000–U+001F and U+007F–U+009F, the same set as the schema pattern.
 const CONTROL_CHARACTER = /\p{Cc}/u;
 const CONTROL_CHARACTER_BUT_LINES = /[\p{Cc}--[\t\n\r]]/v;
+// The schema's ONE_LINE: control characters, line and paragraph separators, bidirectional controls.
+const NOT_IN_ONE_LINE = /[\p{Cc}\p{Zl}\p{Zp}\u202a-\u202e\u2066-\u2069]/u;
+// What shows nothing on its own: format characters (zero-width ones), spaces, combining marks, and
+// the fillers that are letters in name only (Hangul fillers, the blank braille pattern).
+const VISIBLE = /[^\p{Cf}\p{Z}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u;
 
+/**
+ * A string as stored: well-formed (a lone surrogate would be stored as U+FFFD, not as sent), in
+ * Unicode normalization form C (so that é is one character whichever way it was typed), trimmed.
+ */
 function nullableString(field: string, raw: unknown, check: (value: string) => Parsed<string | null>) {
   if (raw === null) return accept(null);
   if (typeof raw !== 'string') return reject(`${field} must be a string or null`);
-  return check(raw.trim());
+  if (!raw.isWellFormed()) return reject(`${field} must not contain a lone surrogate`);
+  return check(raw.normalize('NFC').trim());
+}
+
+/** A line of text as a person reads it: something visible, nothing that breaks the line or turns it. */
+function oneLine(field: string, value: string): Parsed<string> {
+  if (!VISIBLE.test(value)) return reject(`${field} must contain a visible character`);
+  if (NOT_IN_ONE_LINE.test(value)) {
+    return reject(`${field} must not contain control characters, line separators or bidirectional controls`);
+  }
+  return accept(value);
 }
 
 const personName = (field: 'name' | 'surname') => (raw: unknown) =>
@@ -289,8 +312,7 @@ const personName = (field: 'name' | 'surname') => (raw: unknown) =>
     if (characters(value) < 1 || characters(value) > NAME_MAX) {
       return reject(`${field} must be 1–${NAME_MAX} characters`);
     }
-    if (CONTROL_CHARACTER.test(value)) return reject(`${field} must not contain control characters`);
-    return accept(value);
+    return oneLine(field, value);
   });
 
 const parseUsername = (raw: unknown) =>
@@ -366,11 +388,13 @@ const parseInterests = (raw: unknown): Parsed<string[]> => {
   }
   const byKey = new Map<string, string>();
   for (const item of raw as string[]) {
-    const value = item.trim();
-    if (characters(value) < 1 || characters(value) > INTEREST_MAX) {
-      return reject(`interests entries must be 1–${INTEREST_MAX} characters`);
-    }
-    if (CONTROL_CHARACTER.test(value)) return reject('interests entries must not contain control characters');
+    const parsed = nullableString('interests entries', item, (value) =>
+      characters(value) < 1 || characters(value) > INTEREST_MAX
+        ? reject(`interests entries must be 1–${INTEREST_MAX} characters`)
+        : oneLine('interests entries', value),
+    );
+    if (!parsed.ok) return parsed;
+    const value = parsed.value as string;
     const key = value.toLowerCase();
     if (!byKey.has(key)) byKey.set(key, value);
   }
@@ -417,17 +441,26 @@ const parseProfilePhoto = (raw: unknown) =>
     }
     // Credentials in a URL that every viewer of the profile is shown would leak.
     if (url.username !== '' || url.password !== '') return reject('profilePhoto must not carry credentials');
-    return accept(value);
+    // Stored as checked: what other parsers read of `https://a.com\b@c.com` differs from what a browser does.
+    if (characters(url.href) > PHOTO_URL_MAX) {
+      return reject(`profilePhoto must be at most ${PHOTO_URL_MAX} characters`);
+    }
+    return accept(url.href);
   });
 
 const LISTED_TIME_ZONES = new Map(
   Intl.supportedValuesOf('timeZone').map((zone) => [zone.toLowerCase(), zone]),
 );
 
+// How tzdb writes a name: every part capitalised (US/Eastern, Etc/UTC, America/Port_of_Spain).
+const TZDB_SPELLING = /^[A-Z][^/]*(?:\/[A-Z][^/]*)*$/;
+
 /**
- * The zone's name as stored, or undefined when the runtime does not know it. Listed names get the
- * runtime's spelling; aliases it accepts but does not list (UTC, Etc/UTC, Asia/Kolkata, US/Eastern)
- * are kept as sent, since its canonical choice for them varies across ICU versions (Asia/Calcutta).
+ * The zone's name as stored, or undefined when the runtime does not know it. A listed name gets the
+ * runtime's spelling. An alias it accepts but does not list (Etc/UTC, Asia/Kolkata, US/Eastern) is
+ * kept as sent when written as tzdb writes names, since the runtime's canonical choice for it
+ * varies across ICU versions (Asia/Calcutta); otherwise (us/eastern, which no tzdb reader knows)
+ * it becomes the zone the runtime resolves it to (America/New_York).
  */
 function knownTimeZone(name: string): string | undefined {
   const listed = LISTED_TIME_ZONES.get(name.toLowerCase());
@@ -435,7 +468,7 @@ function knownTimeZone(name: string): string | undefined {
   if (name.length > TIME_ZONE_MAX || !new RegExp(TIME_ZONE_PATTERN).test(name)) return undefined;
   try {
     const resolved = new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone;
-    return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
+    return TZDB_SPELLING.test(name) ? name : resolved;
   } catch {
     return undefined;
   }
