@@ -84,15 +84,13 @@ export function TextField(props: InputProps) {
   );
 }
 
-export function TextAreaField(
-  props: FieldProps & { value: string; onInput: (value: string) => void; maxLength?: number },
-) {
+// No maxLength: the browser would count UTF-16 units, and stop at 250 emoji where the API allows 500.
+export function TextAreaField(props: FieldProps & { value: string; onInput: (value: string) => void }) {
   return (
     <Field {...props}>
       <textarea
         {...controlOf(props)}
         value={props.value}
-        maxLength={props.maxLength}
         onInput={(event) => props.onInput(event.currentTarget.value)}
       />
     </Field>

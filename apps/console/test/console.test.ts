@@ -518,6 +518,46 @@ describe('a policy with a new version', () => {
 });
 
 describe('account', () => {
+  it('shows each part of a name as written, and takes a bio as long as the API does', async () => {
+    const ayse = await registeredPerson('Ayse', 'nimdA');
+    // A name stored before the gateway refused bidirectional controls: its override must not turn
+    // the surname around (into "Admin").
+    await gateway.app.db
+      .updateTable('users')
+      .set({ name: 'Ayşe\u202e' })
+      .where('email', '=', ayse.email)
+      .execute();
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, ayse.email);
+    const heading = page.getByRole('heading', { level: 1 });
+    await heading.waitFor();
+    const drawn = await heading.evaluate((h1) => {
+      const walker = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = node.textContent?.indexOf('nimdA') ?? -1;
+        if (at < 0) continue;
+        const left = (offset: number) => {
+          const range = document.createRange();
+          range.setStart(node, offset);
+          range.setEnd(node, offset + 1);
+          return range.getBoundingClientRect().left;
+        };
+        return { n: left(at), A: left(at + 4) };
+      }
+      return undefined;
+    });
+    expect(drawn).toBeDefined();
+    expect(drawn?.n, 'the surname reads left to right, as written').toBeLessThan(drawn?.A ?? 0);
+
+    // 300 emoji are 300 characters to the API, and 600 UTF-16 units to a browser's maxlength.
+    const profile = page.getByRole('region', { name: 'Profile' });
+    await profile.getByRole('textbox', { name: 'Bio' }).fill('🙂'.repeat(300));
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    const stored = await api('GET', '/api/v1/users/me', undefined, ayse.accessToken);
+    expect([...stored.bio].length).toBe(300);
+  });
+
   it('edits the profile, lists and ends sessions, shows the activity, schedules and cancels deletion', async () => {
     // Grace signed in elsewhere first (an app, through the API): that is the other session.
     const grace = await registeredPerson('Grace', 'Hopper');

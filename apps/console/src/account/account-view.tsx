@@ -8,8 +8,17 @@ import { ProfileSection } from './profile-section.tsx';
 import { SecurityActivity } from './security-activity.tsx';
 import { SessionsSection } from './sessions-section.tsx';
 
-export const displayName = (user: User) =>
-  [user.name, user.surname].filter(Boolean).join(' ') || user.username || user.email;
+/** The person's name, each part isolated: a right-to-left part does not turn the other around. */
+const DisplayName = ({ user }: { user: User }) =>
+  user.name || user.surname ? (
+    <>
+      {user.name && <bdi>{user.name}</bdi>}
+      {user.name && user.surname && ' '}
+      {user.surname && <bdi>{user.surname}</bdi>}
+    </>
+  ) : (
+    <bdi>{user.username || user.email}</bdi>
+  );
 
 /** The signed-in person's page: the profile, where they are signed in, what happened, deletion. */
 export function AccountView({ initialUser }: { initialUser: User }) {
@@ -68,7 +77,7 @@ export function AccountView({ initialUser }: { initialUser: User }) {
       <div class="top">
         <div>
           <h1 ref={heading} tabIndex={-1}>
-            {displayName(user)}
+            <DisplayName user={user} />
           </h1>
           <p class="muted">
             {user.email}

@@ -108,7 +108,6 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
           id="profile-bio"
           label={PROFILE_LABELS.bio}
           hint="Up to 500 characters."
-          maxLength={500}
           value={form.bio}
           onInput={edit('bio')}
           error={problems.bio}
