@@ -1,6 +1,7 @@
 import type { Registration, User } from '@tessera/client';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AccountView } from './account/account-view.tsx';
+import { Button } from './busy.tsx';
 import { type ConsoleContext, Context, SIGNED_OUT } from './console-context.ts';
 import { failureText, isFailure } from './failure-text.ts';
 import { RegistrationView } from './registration/registration-view.tsx';
@@ -12,7 +13,8 @@ type Screen =
   | { name: 'sign-in'; notice?: string }
   | { name: 'registration'; registration: Registration; user: User }
   | { name: 'account'; user: User }
-  | { name: 'failed'; message: string };
+  /** `failures` counts the failures in a row; `retrying`: "Try again" asks the API again. */
+  | { name: 'failed'; message: string; failures: number; retrying?: boolean };
 
 /** Subscribes to the client's session changes (this tab's and other tabs'). */
 export type SessionChanges = (listener: (signedIn: boolean) => void) => void;
@@ -85,7 +87,7 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
 
   // Whether to show the registration or the account is the API's to say, on every entry.
   useEffect(() => {
-    if (screen.name !== 'loading') return;
+    if (screen.name !== 'loading' && !(screen.name === 'failed' && screen.retrying)) return;
     let shown = true;
     (async (): Promise<Screen> => {
       if (!(await tessera.isSignedIn())) return { name: 'sign-in' };
@@ -98,7 +100,12 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
         if (shown) setScreen(next);
       },
       (error: unknown) => {
-        if (shown && !context.sessionEnded(error)) setScreen({ name: 'failed', message: failureText(error) });
+        if (shown && !context.sessionEnded(error))
+          setScreen({
+            name: 'failed',
+            message: failureText(error),
+            failures: screen.name === 'failed' ? screen.failures + 1 : 1,
+          });
       },
     );
     return () => {
@@ -114,12 +121,23 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
         <RegistrationView registration={screen.registration} user={screen.user} />
       )}
       {screen.name === 'account' && <AccountView initialUser={screen.user} />}
-      {screen.name === 'failed' && <Failed message={screen.message} onRetry={() => setScreen(LOADING)} />}
+      {screen.name === 'failed' && (
+        <Failed
+          message={screen.message}
+          failures={screen.failures}
+          retrying={screen.retrying}
+          // The view stays while the API is asked again, and so does the focus on its button.
+          onRetry={() => setScreen({ ...screen, retrying: true })}
+        />
+      )}
     </Context.Provider>
   );
 }
 
 function Loading() {
+  useEffect(() => {
+    document.title = 'Loading your account';
+  }, []);
   return (
     <main class="page page--narrow">
       <p role="status">Loading your account…</p>
@@ -132,16 +150,35 @@ function Loading() {
  * or the caller is over the rate limit). "Try again" asks the API again, or, without `onRetry`,
  * reloads the page; a reload also asks for the page itself, which a rate limit refuses too.
  */
-export function Failed({ message, onRetry }: { message: string; onRetry?: () => void }) {
+export function Failed({
+  message,
+  failures = 1,
+  retrying = false,
+  onRetry,
+}: {
+  message: string;
+  failures?: number;
+  retrying?: boolean;
+  onRetry?: () => void;
+}) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Shown in place of another view, whose focused element is gone: the focus goes to the heading.
+  useEffect(() => {
+    document.title = 'Error: Your account';
+    heading.current?.focus();
+  }, []);
   return (
     <main class="page page--narrow">
-      <h1>Your account</h1>
-      <p role="alert" class="alert">
+      <h1 ref={heading} tabIndex={-1}>
+        Your account
+      </h1>
+      {/* A new alert for every failure: the same words after "Try again" are announced again. */}
+      <p key={failures} role="alert" class="alert">
         {message}
       </p>
-      <button type="button" onClick={onRetry ?? (() => window.location.reload())}>
+      <Button type="button" busy={retrying} onClick={onRetry ?? (() => window.location.reload())}>
         Try again
-      </button>
+      </Button>
     </main>
   );
 }

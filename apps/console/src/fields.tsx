@@ -7,6 +7,10 @@ interface FieldProps {
   hint?: string;
   /** Shown next to the field, announced at once (`role="alert"`), and marks the field invalid. */
   error?: string | undefined;
+  /** A new one shows the error as a new alert, announced again even when its text is the same. */
+  errorKey?: number;
+  /** Said to screen readers (`aria-required`); the form says in words which fields are required. */
+  required?: boolean;
 }
 
 /** Ids of the hint and the error, for `aria-describedby`, so a screen reader reads them with the field. */
@@ -24,7 +28,7 @@ function FieldError({ id, error }: Pick<FieldProps, 'id' | 'error'>) {
 }
 
 /** The label, the hint above the control and the error below it: the frame of every field but a check box. */
-function Field({ id, label, hint, error, children }: FieldProps & { children: ComponentChildren }) {
+function Field({ id, label, hint, error, errorKey, children }: FieldProps & { children: ComponentChildren }) {
   return (
     <div class="field">
       <label for={id}>{label}</label>
@@ -34,15 +38,19 @@ function Field({ id, label, hint, error, children }: FieldProps & { children: Co
         </p>
       )}
       {children}
-      <FieldError id={id} error={error} />
+      <FieldError key={errorKey} id={id} error={error} />
     </div>
   );
 }
 
-/** What every control says about its field: its name, whether it is invalid, and what describes it. */
+/**
+ * What every control says about its field: its name, whether it is required or invalid, and what
+ * describes it.
+ */
 const controlOf = (props: FieldProps) => ({
   id: props.id,
   name: props.id,
+  'aria-required': props.required ? ('true' as const) : undefined,
   'aria-invalid': props.error ? ('true' as const) : undefined,
   'aria-describedby': describedBy(props),
 });
@@ -122,7 +130,7 @@ export function SelectField(
 }
 
 export function CheckField(props: FieldProps & { checked: boolean; onChange: (checked: boolean) => void }) {
-  const { id, label, error, checked, onChange } = props;
+  const { id, label, error, errorKey, checked, onChange } = props;
   return (
     <div>
       <div class="check">
@@ -134,7 +142,7 @@ export function CheckField(props: FieldProps & { checked: boolean; onChange: (ch
         />
         <label for={id}>{label}</label>
       </div>
-      <FieldError id={id} error={error} />
+      <FieldError key={errorKey} id={id} error={error} />
     </div>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDate, formatDateTime, formatRelative, formatWait } from './format.ts';
+import { english, formatDate, formatDateTime, formatRelative, formatTime, formatWait } from './format.ts';
 
 const reader = { locale: 'en-US', timeZone: 'UTC' };
 
@@ -31,6 +31,19 @@ describe('dates', () => {
     expect(formatDate('2026-12-22T23:30:00.000Z', { ...reader, timeZone: 'Europe/Istanbul' })).toBe(
       'December 23, 2026',
     );
+    expect(formatTime('2026-11-22T16:42:00.000Z', reader)).toBe('4:42 PM');
+  });
+
+  it('writes dates in English, as the page is, whatever language the browser asks for first', () => {
+    expect(english(['de-DE', 'de'])).toBe('en');
+    expect(english(['fr-FR', 'en-GB', 'en'])).toBe('en-GB');
+    expect(english([])).toBe('en');
+    // What a German browser gets, next to the page's own "just now".
+    const inGerman = { locale: english(['de-DE']), timeZone: 'UTC' };
+    expect(formatDate('2026-12-27T10:00:00.000Z', inGerman)).toBe('December 27, 2026');
+    expect(formatDateTime('2026-12-27T10:00:00.000Z', inGerman)).toBe('Dec 27, 2026, 10:00 AM');
+    const now = new Date('2026-11-22T10:00:00.000Z');
+    expect(formatRelative('2026-11-22T09:55:00.000Z', now, inGerman)).toBe('5 minutes ago');
   });
 
   it('says how long ago in the largest unit that fits', () => {

@@ -1,7 +1,19 @@
-/** Locale and time zone of the reader; both default to the browser's. Tests pass fixed ones. */
+/**
+ * Locale and time zone of the reader. The time zone defaults to the browser's; the locale to the
+ * reader's English (see `english`). Tests pass fixed ones.
+ */
 export interface Reader {
   locale?: string;
   timeZone?: string;
+}
+
+/**
+ * The page is in English (`lang="en"`), so its dates are too: in the browser's own English when it
+ * lists one ("en-GB": 22 Nov 2026), else in plain "en". Never "vor 5 Minuten" or "27. Dezember"
+ * next to English words, read out by an English voice.
+ */
+export function english(languages: readonly string[] = globalThis.navigator?.languages ?? []): string {
+  return languages.find((language) => /^en(-|$)/i.test(language)) ?? 'en';
 }
 
 const plural = (count: number, unit: string) => `${count} ${unit}${count === 1 ? '' : 's'}`;
@@ -21,15 +33,20 @@ export function formatWait(seconds: number): string {
 }
 
 /** A moment, to the minute: "Nov 22, 2026, 10:00 AM" in en-US. */
-export function formatDateTime(iso: string, { locale, timeZone }: Reader = {}): string {
+export function formatDateTime(iso: string, { locale = english(), timeZone }: Reader = {}): string {
   return new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short', timeZone }).format(
     new Date(iso),
   );
 }
 
 /** A day: "December 22, 2026" in en-US. */
-export function formatDate(iso: string, { locale, timeZone }: Reader = {}): string {
+export function formatDate(iso: string, { locale = english(), timeZone }: Reader = {}): string {
   return new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeZone }).format(new Date(iso));
+}
+
+/** A time of day: "4:42 PM" in en-US. */
+export function formatTime(iso: string, { locale = english(), timeZone }: Reader = {}): string {
+  return new Intl.DateTimeFormat(locale, { timeStyle: 'short', timeZone }).format(new Date(iso));
 }
 
 const STEPS: [Intl.RelativeTimeFormatUnit, number][] = [
@@ -42,7 +59,7 @@ const STEPS: [Intl.RelativeTimeFormatUnit, number][] = [
 ];
 
 /** How long ago (or how soon), in the largest unit that fits: "5 minutes ago", "yesterday", "in 2 days". */
-export function formatRelative(iso: string, now: Date, { locale }: Reader = {}): string {
+export function formatRelative(iso: string, now: Date, { locale = english() }: Reader = {}): string {
   let amount = (new Date(iso).getTime() - now.getTime()) / 1000;
   if (Math.abs(amount) < 45) return 'just now';
   const words = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' });

@@ -102,11 +102,11 @@ afterEach(async () => {
   expect(problems).toEqual([]);
 });
 
-async function newContext(viewport = { width: 900, height: 720 }): Promise<BrowserContext> {
+async function newContext(viewport = { width: 900, height: 720 }, locale = 'en-US'): Promise<BrowserContext> {
   const context = await browser.newContext({
     baseURL,
     viewport,
-    locale: 'en-US',
+    locale,
     timezoneId: 'UTC',
     colorScheme: 'light',
     reducedMotion: 'reduce',
@@ -153,6 +153,13 @@ async function signInThroughPage(page: Page, email: string, index = codeEmailsTo
   await page.getByRole('button', { name: 'Send code' }).click();
   await page.getByRole('textbox', { name: 'Code' }).fill(await codeFromEmail(email, index));
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Another sign-in of `email` through the API (an app, whose device is "node"): another session. */
+async function signInThroughApi(email: string) {
+  const index = codeEmailsTo(email).length;
+  await api('POST', '/api/v1/auth/send-otp-email', { email });
+  await api('POST', '/api/v1/auth/verify-otp-email', { email, code: await codeFromEmail(email, index) });
 }
 
 /** A person who signed up and registered elsewhere (an app using the API), whose code came by email. */
@@ -230,6 +237,44 @@ async function expectNoSidewaysScroll(page: Page) {
 }
 
 const isFocused = (locator: Locator) => locator.evaluate((element) => element === document.activeElement);
+
+/** What a screen reader reads after a control's name: the text of what its aria-describedby names. */
+const descriptionOf = (locator: Locator) =>
+  locator.evaluate((element) =>
+    (element.getAttribute('aria-describedby') ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((id) => document.getElementById(id)?.textContent?.trim())
+      .join(' '),
+  );
+
+/**
+ * From now on, what the page's live regions announce, as a screen reader is told: the text of every
+ * element or text added to a status or an alert, of every alert added (a new view's too), and of
+ * every text in a live region that changes. A text set again unchanged changes nothing in the page,
+ * so it is not announced.
+ */
+async function listenToLiveRegions(page: Page): Promise<() => Promise<string[]>> {
+  await page.evaluate(() => {
+    const heard: string[] = [];
+    (window as unknown as { heard: string[] }).heard = heard;
+    const live = '[role="status"], [role="alert"], [aria-live]';
+    const hear = (node: Node) => {
+      const element = node instanceof Element ? node : node.parentElement;
+      const text = node.textContent?.trim();
+      if (text && element?.closest(live)) heard.push(text);
+      else if (node instanceof Element)
+        for (const alert of node.querySelectorAll('[role="alert"]'))
+          if (alert.textContent?.trim()) heard.push(alert.textContent.trim());
+    };
+    new MutationObserver((records) => {
+      for (const record of records)
+        if (record.type === 'characterData') hear(record.target);
+        else record.addedNodes.forEach(hear);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  return () => page.evaluate(() => (window as unknown as { heard: string[] }).heard);
+}
 
 /** The focused element shows a focus ring of at least 2 px. */
 async function expectVisibleFocus(page: Page) {
@@ -314,6 +359,67 @@ describe('sign-in', () => {
     await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
   });
 
+  it('says on the Code field where the code went, its 4 digits, and until when it works', async () => {
+    const context = await newContext();
+    // The page's clock only (Playwright's): the time the code works until is the page's, as it was sent.
+    await context.clock.install({ time: new Date('2026-11-22T16:37:00.000Z') });
+    const page = await openConsole(context);
+    const email = newEmail('told');
+    await page.getByRole('textbox', { name: 'Email' }).fill(email);
+    const answer = page.waitForResponse('**/api/v1/auth/send-otp-email');
+    await page.keyboard.press('Enter');
+    const { expiresIn } = (await (await answer).json()).data as { expiresIn: number };
+    const until = new Intl.DateTimeFormat('en-US', { timeStyle: 'short', timeZone: 'UTC' }).format(
+      new Date(Date.parse('2026-11-22T16:37:00.000Z') + expiresIn * 1000),
+    );
+
+    // Read out as the focus arrives in the field, and shown under its label.
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    await codeBox.waitFor();
+    expect(await isFocused(codeBox)).toBe(true);
+    const told = `4 digits, sent to ${email}. It works until ${until}.`;
+    expect(await descriptionOf(codeBox)).toBe(told);
+    expect(await page.getByText(told).isVisible()).toBe(true);
+    await expectAccessible(page, 'sign-in, code sent');
+
+    // Once that time has come, the page says so, instead of "works until" a time gone by.
+    await page.clock.fastForward(expiresIn * 1000);
+    await page.getByRole('status').filter({ hasText: 'This code has expired. Send a new code.' }).waitFor();
+    expect(await descriptionOf(codeBox)).toBe(`4 digits, sent to ${email}. It stopped working at ${until}.`);
+  });
+
+  it('shows an outage for the form, and does not mark a right email or code as wrong', async () => {
+    const page = await openConsole(await newContext());
+    const email = newEmail('outage');
+    const emailBox = page.getByRole('textbox', { name: 'Email' });
+    const sendRoute = '**/api/v1/auth/send-otp-email';
+    await page.route(sendRoute, serviceUnavailable);
+    await emailBox.fill(email);
+    await page.keyboard.press('Enter');
+    expect(await alertText(page)).toBe('The service is unavailable right now. Try again in a moment.');
+    expect(await emailBox.getAttribute('aria-invalid')).toBeNull();
+    expect(await descriptionOf(emailBox)).toBe('');
+    expect(await isFocused(emailBox)).toBe(true);
+    await expectAccessible(page, 'sign-in, service unavailable');
+    await page.unroute(sendRoute);
+    await page.keyboard.press('Enter');
+
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    await codeBox.waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    const verifyRoute = '**/api/v1/auth/verify-otp-email';
+    await page.route(verifyRoute, (route) => route.abort('internetdisconnected'));
+    await codeBox.fill(await codeFromEmail(email, 0));
+    await page.keyboard.press('Enter');
+    expect(await alertText(page)).toBe('Cannot reach the server. Check your connection and try again.');
+    expect(await codeBox.getAttribute('aria-invalid')).toBeNull();
+    expect(await descriptionOf(codeBox)).toMatch(/^4 digits, sent to /);
+    // The code stays as typed: once the server answers again, Enter is all it takes.
+    await page.unroute(verifyRoute);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+  });
+
   it("says when a new code may be sent once the hour's codes are used", async () => {
     const page = await openConsole(await newContext());
     const email = newEmail('thrifty');
@@ -357,7 +463,7 @@ describe('sign-in', () => {
     expect(await page.getByText(/A new code is on its way/).count()).toBe(0);
     const codeBox = page.getByRole('textbox', { name: 'Code' });
     expect(await codeBox.getAttribute('aria-invalid')).toBeNull();
-    expect(await codeBox.getAttribute('aria-describedby')).toBeNull();
+    expect(await descriptionOf(codeBox)).toMatch(/^4 digits, sent to \S+\. It works until [^.]+\.$/);
     await expectAccessible(page, 'sign-in, new code refused');
   });
 
@@ -433,11 +539,16 @@ describe('sign-in', () => {
     await expectNoSidewaysScroll(page);
   });
 
-  it('asks for an email address before sending anything', async () => {
+  it('asks for an email address before sending anything, again on every try', async () => {
     const page = await openConsole(await newContext());
     await page.getByRole('textbox', { name: 'Email' }).fill('not-an-address');
+    const heard = await listenToLiveRegions(page);
     await page.keyboard.press('Enter');
-    expect(await alertText(page)).toBe('Enter your email address, such as name@example.com.');
+    const problem = 'Enter your email address, such as name@example.com.';
+    expect(await alertText(page)).toBe(problem);
+    // Enter again, the address unchanged: the same words are read out again, not silence.
+    await page.keyboard.press('Enter');
+    await expect.poll(heard).toEqual([problem, problem]);
   });
 });
 
@@ -451,6 +562,17 @@ describe('registration', () => {
     const terms = page.getByRole('checkbox', { name: /terms of use \(version 1\.0\.0\)/ });
     const consent = page.getByRole('checkbox', { name: /consent/ });
     expect(await consent.isVisible()).toBe(true);
+    // Which fields are required is said before any error: in words, and to screen readers.
+    expect(await page.getByText('All fields are required unless marked optional.').isVisible()).toBe(true);
+    for (const field of [
+      page.getByRole('textbox', { name: 'Name', exact: true }),
+      page.getByRole('textbox', { name: 'Surname' }),
+      page.getByRole('textbox', { name: 'Username' }),
+      privacy,
+      terms,
+    ])
+      expect(await field.getAttribute('aria-required')).toBe('true');
+    expect(await consent.getAttribute('aria-required')).toBeNull();
     await expectAccessible(page, 'registration');
 
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -529,7 +651,8 @@ describe('account', () => {
       .execute();
     const page = await openConsole(await newContext());
     await signInThroughPage(page, ayse.email);
-    const heading = page.getByRole('heading', { level: 1 });
+    // Not any h1: the sign-in form's "Sign in" is one until the account is shown.
+    const heading = page.getByRole('heading', { level: 1, name: /nimdA/ });
     await heading.waitFor();
     const drawn = await heading.evaluate((h1) => {
       const walker = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
@@ -552,10 +675,14 @@ describe('account', () => {
     // 300 emoji are 300 characters to the API, and 600 UTF-16 units to a browser's maxlength.
     const profile = page.getByRole('region', { name: 'Profile' });
     await profile.getByRole('textbox', { name: 'Bio' }).fill('🙂'.repeat(300));
+    const heard = await listenToLiveRegions(page);
     await profile.getByRole('button', { name: 'Save' }).click();
     await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
     const stored = await api('GET', '/api/v1/users/me', undefined, ayse.accessToken);
     expect([...stored.bio].length).toBe(300);
+    // Saved again with no change: "Saved" is read out again, not silence.
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(heard).toEqual(['Saved', 'Saved']);
   });
 
   it('edits the profile, lists and ends sessions, shows the activity, schedules and cancels deletion', async () => {
@@ -593,12 +720,18 @@ describe('account', () => {
     const items = sessions.getByRole('listitem');
     await expect.poll(() => items.count()).toBe(2);
     const here = items.filter({ hasText: 'This device' });
+    // When it was last used to the minute too, in the text rather than in a tooltip.
     expect(await here.innerText()).toMatch(
-      /^Chrome on Linux\s*This device\s*IP 127\.0\.0\.1 · Last used just now/,
+      /^Chrome on Linux\s*This device\s*IP 127\.0\.0\.1 · Last used just now \([A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M\) · Signed in /,
     );
     expect(await here.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
     const other = items.filter({ hasNotText: 'This device' });
     expect(await other.innerText()).toMatch(/^node\s*IP 127\.0\.0\.1 · Last used/);
+    // Its button says which session it signs out: the device, and when it signed in.
+    const signedIn = /· Signed in ([^\n]+)/.exec(await other.innerText())?.[1];
+    expect(
+      await other.getByRole('button', { name: `Sign out node, signed in ${signedIn}`, exact: true }).count(),
+    ).toBe(1);
 
     // Security activity
     const activity = page.getByRole('region', { name: 'Security activity' });
@@ -640,10 +773,13 @@ describe('account', () => {
     const scheduled = page.getByRole('region', { name: 'Deletion scheduled' });
     await scheduled.waitFor();
     const when = await api('GET', '/api/v1/users/me', undefined, await tokenOf(page));
-    const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(
-      new Date(when.accountDeletionScheduledFor),
+    const due = new Date(when.accountDeletionScheduledFor);
+    const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(due);
+    const time = new Intl.DateTimeFormat('en-US', { timeStyle: 'short', timeZone: 'UTC' }).format(due);
+    // The time of day too, in the text rather than in a tooltip.
+    expect(await scheduled.innerText()).toContain(
+      `Your account is scheduled for deletion on ${date} at ${time}.`,
     );
-    expect(await scheduled.innerText()).toContain(`Your account is scheduled for deletion on ${date}.`);
     await expectAccessible(page, 'deletion scheduled');
     await scheduled.getByRole('button', { name: 'Cancel deletion' }).click();
     await page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' }).waitFor();
@@ -656,6 +792,80 @@ describe('account', () => {
     await sessions.getByRole('button', { name: 'Sign out everywhere' }).click();
     await page.getByText('You signed out on every device.').waitFor();
     await page.getByRole('textbox', { name: 'Email' }).waitFor();
+  });
+
+  it('names each sign-out after its session, and says each session signed out, the same device twice too', async () => {
+    const person = await registeredPerson('Barbara', 'Liskov');
+    await signInThroughApi(person.email);
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Barbara Liskov' }).waitFor();
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    await expect.poll(() => sessions.getByRole('listitem').count()).toBe(3);
+
+    // Not "Sign out", "Sign out" in a list of buttons: which device, and since when.
+    const buttons = [...(await sessions.getByRole('list').ariaSnapshot()).matchAll(/button "([^"]*)"/g)];
+    expect(buttons.map(([, name]) => name)).toEqual([
+      expect.stringMatching(/^Sign out node, signed in [A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M$/),
+      expect.stringMatching(/^Sign out node, signed in [A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M$/),
+    ]);
+
+    // Two sessions of one device signed out in turn: the second "Signed out node." is read out too.
+    const heard = await listenToLiveRegions(page);
+    const signedOut = async () => (await heard()).filter((text) => text.startsWith('Signed out'));
+    for (const left of [2, 1]) {
+      await sessions
+        .getByRole('button', { name: /^Sign out node/ })
+        .first()
+        .focus();
+      await page.keyboard.press('Enter');
+      await expect.poll(() => sessions.getByRole('listitem').count()).toBe(left);
+    }
+    await expect.poll(signedOut).toEqual(['Signed out node.', 'Signed out node.']);
+  });
+
+  it('says how many events "Show more" shows, and keeps the focus once the last page takes it away', async () => {
+    const person = await registeredPerson('Frances', 'Allen');
+    for (let note = 1; note <= 12; note += 1)
+      await api('PATCH', '/api/v1/users/me', { bio: `Note ${note}` }, person.accessToken);
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Frances Allen' }).waitFor();
+    const activity = page.getByRole('region', { name: 'Security activity' });
+    const items = activity.getByRole('listitem');
+    await expect.poll(() => items.count()).toBe(10);
+
+    const more = activity.getByRole('button', { name: 'Show more' });
+    await more.focus();
+    await page.keyboard.press('Enter');
+    const status = activity.getByRole('status');
+    await status.filter({ hasText: /^Showing \d+ of \d+ events\.$/ }).waitFor();
+    const shown = await items.count();
+    expect(shown).toBeGreaterThan(10);
+    expect(await status.textContent()).toBe(`Showing ${shown} of ${shown} events.`);
+    // The last page took the focused button away: the focus is on the section's heading, not lost.
+    expect(await more.count()).toBe(0);
+    expect(await isFocused(activity.getByRole('heading', { name: 'Security activity' }))).toBe(true);
+    await expectAccessible(page, 'security activity, all shown');
+  });
+
+  it('writes dates in English, as the page is, in a browser that asks for German', async () => {
+    const person = await registeredPerson('Lise', 'Meitner');
+    await api('POST', '/api/v1/users/me/deletion', undefined, person.accessToken);
+    const page = await openConsole(await newContext(undefined, 'de-DE'));
+    await signInThroughPage(page, person.email);
+    const scheduled = page.getByRole('region', { name: 'Deletion scheduled' });
+    await scheduled.waitFor();
+    expect(await scheduled.innerText()).toMatch(
+      /scheduled for deletion on [A-Z][a-z]+ \d{1,2}, \d{4} at \d{1,2}:\d{2} [AP]M\./,
+    );
+    const here = page
+      .getByRole('region', { name: 'Sessions' })
+      .getByRole('listitem')
+      .filter({ hasText: 'This device' });
+    expect(await here.innerText()).toMatch(
+      /Last used just now \([A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M\) · Signed in [A-Z][a-z]{2} \d{1,2}, \d{4}, /,
+    );
   });
 
   it('keeps the focus on a button while its action runs, and runs it once', async () => {
@@ -857,14 +1067,26 @@ describe('the API away when the page loads', () => {
     const api = (url: URL) => url.pathname.startsWith('/api/v1/');
     await page.route(api, serviceUnavailable);
     await page.reload();
-    await page.getByRole('alert').filter({ hasText: 'The service is unavailable right now.' }).waitFor();
+    const unavailable = 'The service is unavailable right now. Try again in a moment.';
+    await page.getByRole('alert').filter({ hasText: unavailable }).waitFor();
+    await expect.poll(() => page.title()).toBe('Error: Your account');
+
+    // Still away on the first try: the focus stays on the button, and the failure is read out again.
+    const tryAgain = page.getByRole('button', { name: 'Try again' });
+    const heard = await listenToLiveRegions(page);
+    await tryAgain.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(heard).toEqual([unavailable]);
+    expect(await isFocused(tryAgain)).toBe(true);
+    await expect.poll(() => tryAgain.getAttribute('aria-disabled')).toBeNull();
+
     await page.unroute(api);
     // A reload would ask for the page itself again, which a client over the rate limit is refused.
     let pageLoads = 0;
     page.on('request', (request) => {
       if (request.isNavigationRequest()) pageLoads += 1;
     });
-    await page.getByRole('button', { name: 'Try again' }).click();
+    await page.keyboard.press('Enter');
 
     await page.getByRole('heading', { level: 1, name: 'Hedy Lamarr' }).waitFor();
     expect(pageLoads).toBe(0);

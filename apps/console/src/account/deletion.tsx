@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, isFailure } from '../failure-text.ts';
-import { formatDate, formatDateTime } from '../format.ts';
+import { formatDate, formatTime } from '../format.ts';
 import type { Tessera } from '../tessera.ts';
 
 /**
@@ -122,8 +122,8 @@ export function DeletionScheduled({
       </h2>
       <p>
         Your account is scheduled for deletion on{' '}
-        <time dateTime={scheduledFor} title={formatDateTime(scheduledFor)}>
-          <strong>{formatDate(scheduledFor)}</strong>
+        <time dateTime={scheduledFor}>
+          <strong>{formatDate(scheduledFor)}</strong> at {formatTime(scheduledFor)}
         </time>
         . Until then you can cancel and keep everything.
       </p>

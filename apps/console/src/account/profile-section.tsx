@@ -4,6 +4,7 @@ import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { SelectField, TextAreaField, TextField } from '../fields.tsx';
+import { MessageText, useMessage } from '../message.tsx';
 import {
   PROFILE_LABELS,
   type ProfileField,
@@ -40,14 +41,14 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
   const [form, setForm] = useState<ProfileForm>(() => profileForm(user));
   const [problems, setProblems] = useState<Partial<Record<ProfileField, string>>>({});
   const [formError, setFormError] = useState<string | undefined>();
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useMessage();
   const { busy, run } = useBusy();
   const zones = useMemo(() => timeZoneOptions(form.timezone), [form.timezone]);
 
   const edit = (field: ProfileField) => (value: string) => {
     setForm((current) => ({ ...current, [field]: value }));
     setProblems(({ [field]: _, ...rest }) => rest);
-    setStatus('');
+    setStatus();
   };
 
   function save(event: Event) {
@@ -59,7 +60,7 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
   async function saveForm(element: HTMLFormElement) {
     setFormError(undefined);
     setProblems({});
-    setStatus('');
+    setStatus();
     try {
       const patch = profilePatch(user, form);
       if (Object.keys(patch).length > 0) {
@@ -145,7 +146,7 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
             Save
           </Button>
           <p role="status" class="status">
-            {status}
+            <MessageText message={status} />
           </p>
         </div>
       </form>

@@ -17,6 +17,9 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
   const [hasMore, setHasMore] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
+  /** How many events "Show more" has brought in view, said to screen readers: the list grows silently. */
+  const [shown, setShown] = useState('');
+  const heading = useRef<HTMLHeadingElement>(null);
   // Bumped by every reload: a page that arrives after a newer reload began is dropped, not added.
   const generation = useRef(0);
 
@@ -27,10 +30,17 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
       const { list, pagination } = await tessera.securityEvents.list({ page: pageNumber, limit: PAGE_SIZE });
       if (mine !== generation.current) return;
       const seen = new Set(keep.map((event) => event._id));
-      setEvents([...keep, ...list.filter((event) => !seen.has(event._id))]);
+      const all = [...keep, ...list.filter((event) => !seen.has(event._id))];
+      setEvents(all);
       setPage(pageNumber);
       setHasMore(pagination.hasNextPage);
       setError(undefined);
+      if (pageNumber === 1) setShown('');
+      else {
+        setShown(`Showing ${all.length} of ${Math.max(all.length, pagination.totalItems)} events.`);
+        // The last page takes "Show more", and the focus on it, away: the focus goes to the heading.
+        if (!pagination.hasNextPage) heading.current?.focus();
+      }
     } catch (failure) {
       if (mine === generation.current && !sessionEnded(failure)) setError(failureText(failure));
     } finally {
@@ -45,7 +55,9 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
 
   return (
     <section class="card" aria-labelledby="activity-heading">
-      <h2 id="activity-heading">Security activity</h2>
+      <h2 id="activity-heading" ref={heading} tabIndex={-1}>
+        Security activity
+      </h2>
       {events === null && !error && <p>Loading activity…</p>}
       {events?.length === 0 && <p class="muted">Nothing yet.</p>}
       {events && events.length > 0 && (
@@ -69,6 +81,9 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
           {error}
         </p>
       )}
+      <p role="status" class="visually-hidden">
+        {shown}
+      </p>
       {hasMore && (
         <div class="actions">
           <Button

@@ -5,13 +5,14 @@ import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText, isFailure } from '../failure-text.ts';
 import { formatDateTime, formatRelative } from '../format.ts';
+import { MessageText, useMessage } from '../message.tsx';
 
 /** Every active session of the account (all pages), this one marked, the others each with a sign-out. */
 export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number; onChanged: () => void }) {
   const { tessera, sessionEnded, signedOut, leaving } = useConsole();
   const [sessions, setSessions] = useState<Session[] | null>(null);
   const [error, setError] = useState<string | undefined>();
-  const [status, setStatus] = useState('');
+  const [status, setStatus] = useMessage();
   const { busy, run } = useBusy();
   const heading = useRef<HTMLHeadingElement>(null);
 
@@ -81,16 +82,15 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
           {sessions.map((session) => (
             <li key={session._id}>
               <div class="item-main">
-                <p class="item-title" id={`session-${session._id}`}>
+                <p class="item-title">
                   {deviceName(session.userAgent)}
                   {session.current && <span class="badge">This device</span>}
                 </p>
                 <p class="item-meta">
                   IP {session.ipAddress ?? 'unknown'} · Last used{' '}
-                  <time dateTime={session.lastUsedAt} title={formatDateTime(session.lastUsedAt)}>
-                    {formatRelative(session.lastUsedAt, now)}
-                  </time>{' '}
-                  · Signed in {formatDateTime(session.createdAt)}
+                  <time dateTime={session.lastUsedAt}>{formatRelative(session.lastUsedAt, now)}</time>
+                  {/* The exact time in the text, not in a tooltip that keyboards and screen readers miss. */}
+                  {` (${formatDateTime(session.lastUsedAt)})`} · Signed in {formatDateTime(session.createdAt)}
                 </p>
               </div>
               {!session.current && (
@@ -98,10 +98,15 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
                   type="button"
                   class="secondary"
                   busy={busy}
-                  aria-describedby={`session-${session._id}`}
                   onClick={() => void run(() => end(session))}
                 >
                   Sign out
+                  {/* Which session, in the button's name: a list of buttons, or "click Sign out" to a
+                      voice control, tells them apart; two of one browser differ by when they began. */}
+                  <span class="visually-hidden">
+                    {' '}
+                    {deviceName(session.userAgent)}, signed in {formatDateTime(session.createdAt)}
+                  </span>
                 </Button>
               )}
             </li>
@@ -114,7 +119,7 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
         </p>
       )}
       <p role="status" class="status">
-        {status}
+        <MessageText message={status} />
       </p>
       <div class="actions">
         <Button type="button" class="danger secondary" busy={busy} onClick={() => void run(endAll)}>

@@ -118,9 +118,11 @@ export function RegistrationView({ registration, user }: { registration: Registr
       <form ref={form} class="card" onSubmit={submit} noValidate>
         {!policiesOnly && (
           <>
+            <p class="muted">All fields are required unless marked optional.</p>
             <TextField
               id="name"
               label="Name"
+              required
               autoComplete="given-name"
               value={name}
               onInput={edit('name', setName)}
@@ -129,6 +131,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
             <TextField
               id="surname"
               label="Surname"
+              required
               autoComplete="family-name"
               value={surname}
               onInput={edit('surname', setSurname)}
@@ -137,6 +140,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
             <TextField
               id="username"
               label="Username"
+              required
               hint="3 to 30 characters: letters, digits, dots and underscores."
               autoComplete="username"
               spellcheck={false}
@@ -150,6 +154,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
           <CheckField
             id="privacy-policy"
             label={`I accept the privacy policy (version ${policies.privacyPolicyVersion})`}
+            required
             checked={privacy}
             onChange={edit('privacyPolicy', setPrivacy)}
             error={problems.privacyPolicy}
@@ -159,6 +164,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
           <CheckField
             id="terms-of-use"
             label={`I accept the terms of use (version ${policies.termsOfUseVersion})`}
+            required
             checked={terms}
             onChange={edit('termsOfUse', setTerms)}
             error={problems.termsOfUse}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
+import { isAboutCode, isAboutEmail, sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
 
 const failure = (status: number, messages: string[], retryAfter?: number) => ({
   status,
@@ -72,5 +72,23 @@ describe('sign-in failures', () => {
         ]),
       ),
     ).toBe('This email address is in the .invalid domain, which never receives mail.');
+  });
+
+  it('blames the email or the code typed only for failures about them, not for an outage or a limit', () => {
+    expect(isAboutEmail(failure(400, ['Validation failed', 'body.email must match format "email"']))).toBe(
+      true,
+    );
+    for (const status of [400, 404, 409]) expect(isAboutCode(failure(status, ['Refused']))).toBe(true);
+    const network = { ...failure(0, ['Network error']), isNetworkError: true };
+    for (const other of [
+      failure(503, ['Service unavailable']),
+      failure(500, ['Error']),
+      failure(429, ['Too many requests'], 60),
+      network,
+    ]) {
+      expect(isAboutEmail(other)).toBe(false);
+      expect(isAboutCode(other)).toBe(false);
+    }
+    expect(isAboutCode(new Error('bug'))).toBe(false);
   });
 });

@@ -1,5 +1,16 @@
 import { failureText, isFailure, retryText, sentence } from '../failure-text.ts';
 
+// A failure is the field's own error (shown with it, the field marked invalid) only when it is about
+// what was typed. An outage, no network or a limit is not: it is said for the form, and the email
+// or code, which may well be right, is not marked wrong.
+
+/** Whether a refused send is about the address typed. */
+export const isAboutEmail = (error: unknown): boolean => isFailure(error) && error.status === 400;
+
+/** Whether a refused sign-in is about the code typed: wrong (400), expired or used (404), locked (409). */
+export const isAboutCode = (error: unknown): boolean =>
+  isFailure(error) && [400, 404, 409].includes(error.status);
+
 /** Why no code was sent, for a person. */
 export function sendCodeFailure(error: unknown): string {
   if (!isFailure(error) || error.status !== 400) return failureText(error);

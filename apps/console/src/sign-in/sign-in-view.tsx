@@ -3,9 +3,10 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { TextField } from '../fields.tsx';
-import { formatWait } from '../format.ts';
+import { formatTime, formatWait } from '../format.ts';
+import { type Message, MessageText, useMessage } from '../message.tsx';
 import { codeDigits } from './code-digits.ts';
-import { sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
+import { isAboutCode, isAboutEmail, sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 const CODE = /^\d{4}$/;
@@ -29,6 +30,18 @@ function useSecondsUntil(until: number | null): number {
   return until === null ? 0 : Math.max(0, Math.ceil((until - now) / 1000));
 }
 
+/** Whether `until` (an ISO time, '' for none) has passed, on the page's clock: true once it comes. */
+function usePassed(until: string): boolean {
+  const [passed, setPassed] = useState(false);
+  useEffect(() => {
+    setPassed(false);
+    if (!until) return;
+    const timer = setTimeout(() => setPassed(true), Date.parse(until) - Date.now());
+    return () => clearTimeout(timer);
+  }, [until]);
+  return passed;
+}
+
 /**
  * Sign-in in two steps on one page: the email (a code is sent to it), then the code. The second
  * step can send a new code or start over with another email.
@@ -38,11 +51,17 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
   const [email, setEmail] = useState('');
   const [code, setCode] = useState('');
   const [sent, setSent] = useState<SendCodeResult | null>(null);
+  /** Until when the code sent works, from its `expiresIn`: a time that stays true while the page waits. */
+  const [worksUntil, setWorksUntil] = useState('');
+  const expired = usePassed(worksUntil);
   /** What is wrong with the field of the current step (the email, or the code typed). */
-  const [error, setError] = useState<string | undefined>();
-  /** Why a new code was not sent: about sending, not about the code typed, so not the field's. */
-  const [resendError, setResendError] = useState<string | undefined>();
-  const [status, setStatus] = useState('');
+  const [error, setError] = useMessage();
+  /**
+   * What went wrong that is not about what was typed, so not the field's: an outage, no network, a
+   * limit, a new code not sent.
+   */
+  const [formError, setFormError] = useMessage();
+  const [status, setStatus] = useMessage();
   /** When the API allows another code (ms), from the last answer's `resendIn`. */
   const [resendAt, setResendAt] = useState<number | null>(null);
   const resendWait = useSecondsUntil(resendAt);
@@ -64,10 +83,15 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
   useEffect(() => {
     (codeStep ? codeInput : emailInput).current?.querySelector('input')?.focus();
   }, [codeStep]);
+  // Said when it happens, rather than found out from a refused code.
+  useEffect(() => {
+    if (expired) setStatus('This code has expired. Send a new code.');
+  }, [expired]);
 
   async function send(address: string) {
     const result = await tessera.auth.sendCode(address);
     setSent(result);
+    setWorksUntil(new Date(Date.now() + result.expiresIn * 1000).toISOString());
     setCode('');
     setResendAt(Date.now() + result.resendIn * 1000);
     return result;
@@ -81,12 +105,13 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
       return;
     }
     void run(async () => {
-      setError(undefined);
+      setError();
+      setFormError();
       try {
         await send(address);
-        setStatus('');
+        setStatus();
       } catch (failure) {
-        setError(sendCodeFailure(failure));
+        (isAboutEmail(failure) ? setError : setFormError)(sendCodeFailure(failure));
       }
     });
   }
@@ -94,15 +119,16 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
   function sendNewCode() {
     if (!sent || resendWait > 0) return;
     void run(async () => {
-      setStatus('');
-      setResendError(undefined);
+      setStatus();
+      setFormError();
       try {
         const result = await send(sent.email);
         // A problem with the code typed before is one no longer.
-        setError(undefined);
+        setError();
         setStatus(`A new code is on its way to ${result.email}.`);
       } catch (failure) {
-        setResendError(sendCodeFailure(failure));
+        // About sending, not about the code typed: never the field's.
+        setFormError(sendCodeFailure(failure));
       }
     });
   }
@@ -115,13 +141,18 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
       return;
     }
     void run(async () => {
-      setError(undefined);
-      setResendError(undefined);
+      setError();
+      setFormError();
       try {
         await tessera.auth.verifyCode(sent.email, code);
         enter();
       } catch (failure) {
+        if (!isAboutCode(failure)) {
+          setFormError(verifyCodeFailure(failure));
+          return;
+        }
         setError(verifyCodeFailure(failure));
+        // Selected, so that typing the right code replaces the wrong one.
         codeInput.current?.querySelector('input')?.select();
       }
     });
@@ -129,10 +160,11 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
 
   function startOver() {
     setSent(null);
+    setWorksUntil('');
     setResendAt(null);
-    setError(undefined);
-    setResendError(undefined);
-    setStatus('');
+    setError();
+    setFormError();
+    setStatus();
   }
 
   return (
@@ -154,33 +186,35 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
               spellcheck={false}
               value={email}
               onInput={setEmail}
-              error={error}
+              error={error.text || undefined}
+              errorKey={error.key}
             />
           </div>
           <Button type="submit" busy={busy}>
             Send code
           </Button>
+          <FormError message={formError} />
         </form>
       ) : (
         <form class="card" onSubmit={verifyCode} noValidate>
-          <p>
-            We sent a code to <strong>{sent.email}</strong>. It expires in {formatWait(sent.expiresIn)}.
-          </p>
           {sent.code && (
             <p class="dev-code">
               Development only: the code is <strong>{sent.code}</strong>.
             </p>
           )}
           <div ref={codeInput}>
+            {/* The hint is read out with the field, which has the focus as soon as the code is sent. */}
             <TextField
               id="code"
               label="Code"
+              hint={`4 digits, sent to ${sent.email}. ${expired ? 'It stopped working at' : 'It works until'} ${formatTime(worksUntil)}.`}
               autoComplete="one-time-code"
               inputMode="numeric"
               value={code}
               normalize={codeDigits}
               onInput={setCode}
-              error={error}
+              error={error.text || undefined}
+              errorKey={error.key}
             />
           </div>
           <div class="actions">
@@ -206,16 +240,21 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
               You can send a new code in {formatWait(resendWait)}.
             </p>
           )}
-          {resendError && (
-            <p class="alert" role="alert">
-              {resendError}
-            </p>
-          )}
+          <FormError message={formError} />
           <p role="status" class="status">
-            {status}
+            <MessageText message={status} />
           </p>
         </form>
       )}
     </main>
   );
+}
+
+/** A failure of the form, not of its field: announced at once, the field not marked invalid. */
+function FormError({ message }: { message: Message }) {
+  return message.text ? (
+    <p key={message.key} class="alert" role="alert">
+      {message.text}
+    </p>
+  ) : null;
 }
