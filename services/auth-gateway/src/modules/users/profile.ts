@@ -278,7 +278,7 @@ const reject = (detail: string): Parsed<never> => ({ ok: false, detail });
 
 // Limits count characters as a reader does (code points), as JSON Schema's maxLength does.
 const characters = (value: string) => [...value].length;
-// \p{Cc}: U+0000–U+001F and U+007F–U+009F, the same set as the schema pattern.
+// \p{Cc}: U+0000–U+001F and U+007F–U+009F.
 const CONTROL_CHARACTER = /\p{Cc}/u;
 const CONTROL_CHARACTER_BUT_LINES = /[\p{Cc}--[\t\n\r]]/v;
 // The schema's ONE_LINE: control characters, line and paragraph separators, bidirectional controls.
