@@ -62,7 +62,14 @@ export async function buildApp(
     // Requests arriving while the gateway drains get the envelope (plugins/draining), not a bare 503.
     return503OnClosing: false,
     // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
-    http: { requireHostHeader: false },
+    // A request not received whole within REQUEST_TIMEOUT, its headers included, is a 408 (checked
+    // every second, not Node's 30 s), so that clients sending nothing more cannot pile up connections.
+    requestTimeout: config.http.requestTimeout * 1000,
+    http: {
+      requireHostHeader: false,
+      headersTimeout: config.http.requestTimeout * 1000,
+      connectionsCheckingInterval: 1000,
+    },
     // Honour a well-formed X-Request-Id from the caller, otherwise mint one.
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
@@ -70,6 +77,8 @@ export async function buildApp(
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Beyond this, new connections are closed as they arrive, rather than fill the heap until it fails.
+  app.server.maxConnections = config.http.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id);

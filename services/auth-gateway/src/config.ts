@@ -51,6 +51,18 @@ export const GatewayConfigSchema = Type.Object({
       },
     ),
     opsHost: Text('OPS_HOST', '0.0.0.0', 'Address of the operations port.', NOT_EMPTY),
+    requestTimeout: Int(
+      'REQUEST_TIMEOUT',
+      15,
+      'Seconds (at most 300) a client may take to send a whole request, headers and body; past it the answer is 408 and the connection is closed. A client that never finishes its body would otherwise hold its connection for good.',
+      { maximum: 300 },
+    ),
+    maxConnections: Int(
+      'MAX_CONNECTIONS',
+      4096,
+      'Connections to the public API one gateway process keeps open at most (at most 65,536); more are closed as they arrive. Each costs up to ~16 KB of heap while its request is read, so raise it only with `--max-old-space-size`.',
+      { maximum: 65_536 },
+    ),
     trustProxy: Text(
       'TRUST_PROXY',
       'false',

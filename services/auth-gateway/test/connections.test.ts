@@ -1,0 +1,84 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type TestGateway } from './helpers.ts';
+
+// Clients that open connections and never finish a request, as an attacker's do: each would hold a
+// connection, and the heap behind it, for as long as it liked.
+let gateway: TestGateway;
+let port: number;
+beforeAll(async () => {
+  gateway = await startGateway({ REQUEST_TIMEOUT: '1', MAX_CONNECTIONS: '3', RATE_LIMIT_MAX: '1' });
+  await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  port = (gateway.app.server.address() as AddressInfo).port;
+});
+afterAll(() => gateway.close());
+
+/** A connection (from `localAddress`, a client of its own), with all the server sends until it closes it. */
+function connect(localAddress = '127.0.0.1') {
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+  let received = '';
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk;
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
+  // A connection refused at once fails with a reset: what `closed` tells, so no rejection here.
+  const connected = once(socket, 'connect').catch(() => {});
+  return { socket, closed, connected };
+}
+
+const UNFINISHED_POST =
+  'POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"em';
+
+describe('a client that does not finish its request', () => {
+  it('gets a 408 envelope after REQUEST_TIMEOUT, and its connection is closed', async () => {
+    const client = connect();
+    client.socket.write(UNFINISHED_POST);
+    const answer = await client.closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(JSON.parse(answer.split('\r\n\r\n')[1] ?? '')).toMatchObject({
+      isSuccess: false,
+      statusCode: 408,
+    });
+  });
+
+  it('is closed too after a 429, which came before its body', async () => {
+    // RATE_LIMIT_MAX is 1: the first request of this address takes it, the second is refused.
+    const first = connect('127.0.0.2');
+    first.socket.write('GET /.well-known/jwks.json HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    expect(await first.closed).toMatch(/^HTTP\/1\.1 200 /);
+    const refused = connect('127.0.0.2');
+    refused.socket.write(UNFINISHED_POST);
+    expect(await refused.closed).toMatch(/^HTTP\/1\.1 429 /);
+  });
+
+  it('with headers sent a byte at a time is closed after REQUEST_TIMEOUT too', async () => {
+    const client = connect();
+    await client.connected;
+    const dripping = setInterval(() => client.socket.write('X'), 100);
+    client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nX-Slow: ');
+    const answer = await client.closed.finally(() => clearInterval(dripping));
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+});
+
+describe('connections', () => {
+  it('are at most MAX_CONNECTIONS: more are closed as they arrive, and taken again once one is free', async () => {
+    const held = [connect(), connect(), connect()];
+    await Promise.all(held.map((client) => client.connected));
+    const extra = connect();
+    extra.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+    expect(await extra.closed).toBe('');
+
+    held[0]?.socket.destroy();
+    await expect
+      .poll(() => new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count))))
+      .toBe(2);
+    const next = connect();
+    next.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    expect(await next.closed).toMatch(/^HTTP\/1\.1 200 /);
+    for (const client of held) client.socket.destroy();
+  });
+});
