@@ -36,9 +36,11 @@ export const EMAIL_JOB_OPTIONS = {
   attempts: 100_000,
   backoff: { type: EMAIL_BACKOFF },
   // A delivered job holds an address (and a sealed code): drop it at once. Jobs that end undelivered
-  // stay a week for inspection (a code redacted).
+  // stay a week for inspection (a code redacted), the newest 10,000 of them, each with the stack of
+  // its last attempt only: a flood of sends to addresses that bounce cannot fill Redis with them.
   removeOnComplete: true,
-  removeOnFail: { age: 7 * 24 * 3600 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+  stackTraceLimit: 1,
 } as const;
 
 /** The send-otp job's delivery policy: that of every email job. */

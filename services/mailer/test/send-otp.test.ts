@@ -334,7 +334,10 @@ describe('send-otp jobs', () => {
     // Expired when the next attempt starts, or when a failed one finds no retry worth making.
     expect(result.job.failedReason).toMatch(/^Expired before it could be sent/);
     expect(mailsTo('dan@example.com')).toEqual([]);
-    expect((await redactedJob(jobId)).data.sealedCode).toBe(REDACTED_CODE);
+    const kept = await redactedJob(jobId);
+    expect(kept.data.sealedCode).toBe(REDACTED_CODE);
+    // Kept with the stack of its last attempt only, not one per attempt.
+    expect(kept.stacktrace).toHaveLength(1);
     expect(failuresOf(jobId).at(-1)).toMatchObject({ final: true });
     expect(mentionsCode(await everythingStoredInRedis(), '8592')).toBe(false);
   });
