@@ -175,7 +175,8 @@ export async function closeRedis(client: RedisClient): Promise<void> {
   else client.disconnect();
 }
 
-// What a Redis that holds the queue must be set to, so a restart or a full memory loses no job.
+// What a Redis that holds the queue must be set to, so a restart or a full memory loses no job (and
+// `maxmemory`, which must be set, at some limit).
 const DURABLE = { appendonly: 'yes', appendfsync: 'everysec', 'maxmemory-policy': 'noeviction' } as const;
 
 async function serverProblems(server: Redis): Promise<string[]> {
@@ -188,6 +189,10 @@ async function serverProblems(server: Redis): Promise<string[]> {
     if (value !== wanted && !(name === 'appendfsync' && value === 'always'))
       problems.push(`${name}=${value}, want ${wanted}`);
   }
+  // Without a limit, noeviction never refuses a write: Redis grows until the machine or the
+  // container kills it, and every client waits for it to come back.
+  const [, maxmemory] = (await server.config('GET', 'maxmemory').catch(() => [])) as string[];
+  if (maxmemory === '0') problems.push('maxmemory=0, want a limit below the memory Redis may use');
   return problems;
 }
 

@@ -30,6 +30,7 @@ describe('durabilityProblems', () => {
     expect(await problemsOf(url)).toEqual([
       'appendonly=no, want yes',
       'maxmemory-policy=allkeys-lru, want noeviction',
+      'maxmemory=0, want a limit below the memory Redis may use',
     ]);
   });
 

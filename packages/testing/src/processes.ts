@@ -56,6 +56,8 @@ export const DURABLE_REDIS_ARGS = [
   'yes',
   '--appendfsync',
   'everysec',
+  '--maxmemory',
+  '256mb',
   '--maxmemory-policy',
   'noeviction',
 ];

@@ -73,6 +73,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
         '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
         '--save', '',
         '--appendonly', 'no',
+        '--maxmemory', '64mb',
         '--dir', dir,
       ], { stdio: 'ignore' });
       children.push(child);

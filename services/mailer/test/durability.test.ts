@@ -57,7 +57,11 @@ it('warns at start, naming each setting, when Redis would lose queued emails', a
   expect(lines).toEqual([
     expect.objectContaining({
       msg: 'Redis may lose queued emails on a restart or when full; see README, Operations',
-      problems: ['appendonly=no, want yes', 'maxmemory-policy=allkeys-lru, want noeviction'],
+      problems: [
+        'appendonly=no, want yes',
+        'maxmemory-policy=allkeys-lru, want noeviction',
+        'maxmemory=0, want a limit below the memory Redis may use',
+      ],
     }),
   ]);
 });
@@ -68,6 +72,6 @@ it('says nothing when Redis keeps its data as the README asks', async () => {
 });
 
 it('checks once Redis comes, when the mailer starts before it', async () => {
-  const lines = await warningsAt(['--appendonly', 'no'], { startedLater: true });
+  const lines = await warningsAt(['--appendonly', 'no', '--maxmemory', '64mb'], { startedLater: true });
   expect(lines).toEqual([expect.objectContaining({ problems: ['appendonly=no, want yes'] })]);
 });
