@@ -3,6 +3,13 @@ import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogC
 import type { DestinationStream } from 'pino';
 import type { GatewayConfig } from './config.ts';
 
+// A path is the client's to make up to 16 KB long: a line per request must not be that long.
+const PATH_LOGGED = 200;
+const loggedPath = (url: string) => {
+  const path = url.split('?')[0] ?? '';
+  return path.length > PATH_LOGGED ? `${path.slice(0, PATH_LOGGED)}…` : path;
+};
+
 /** The gateway's pino options: level, trace ids on every line, and nothing secret. */
 export function loggerOptions(
   config: GatewayConfig,
@@ -20,7 +27,7 @@ export function loggerOptions(
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,
-        url: request.url.split('?')[0],
+        url: loggedPath(request.url),
         remoteAddress: request.ip,
       }),
     },

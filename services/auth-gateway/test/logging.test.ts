@@ -98,6 +98,12 @@ describe('logs', () => {
         res: { statusCode: 401 },
       });
       expect(mine[0].responseTime).toBeGreaterThanOrEqual(0);
+
+      // A path as long as a request may carry is logged by its first 200 characters.
+      const long = await quiet.app.inject({ url: `/api/v1/${'a'.repeat(15_000)}` });
+      const [line] = infoLines.filter((text) => text.includes(String(long.headers['x-request-id'])));
+      expect(JSON.parse(line ?? '{}').req.url).toBe(`/api/v1/${'a'.repeat(192)}…`);
+      expect(line?.length).toBeLessThan(1_000);
     } finally {
       await quiet.close();
     }
