@@ -17,6 +17,7 @@ import { loadTokenKeys } from './modules/tokens/load-keys.ts';
 import jwksRoutes from './modules/tokens/routes.ts';
 import usersRoutes from './modules/users/routes.ts';
 import auth from './plugins/auth.ts';
+import connections from './plugins/connections.ts';
 import accountConsole from './plugins/console.ts';
 import db from './plugins/db.ts';
 import docs from './plugins/docs.ts';
@@ -61,11 +62,11 @@ export async function buildApp(
     clientErrorHandler,
     // Requests arriving while the gateway drains get the envelope (plugins/draining), not a bare 503.
     return503OnClosing: false,
-    // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
     // A request not received whole within REQUEST_TIMEOUT, its headers included, is a 408 (checked
     // every second, not Node's 30 s), so that clients sending nothing more cannot pile up connections.
     requestTimeout: config.http.requestTimeout * 1000,
     http: {
+      // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
       requireHostHeader: false,
       headersTimeout: config.http.requestTimeout * 1000,
       connectionsCheckingInterval: 1000,
@@ -77,8 +78,6 @@ export async function buildApp(
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  // Beyond this, new connections are closed as they arrive, rather than fill the heap until it fails.
-  app.server.maxConnections = config.http.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id);
@@ -86,6 +85,7 @@ export async function buildApp(
   });
 
   // Reading and answering requests
+  await app.register(connections, { max: config.http.maxConnections });
   await app.register(errorHandler, errors);
   // Security headers first: the 503 of a drain carries them too.
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });

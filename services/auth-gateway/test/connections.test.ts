@@ -1,19 +1,20 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type TestGateway } from './helpers.ts';
 
 // Clients that open connections and never finish a request, as an attacker's do: each would hold a
 // connection, and the heap behind it, for as long as it liked.
 let gateway: TestGateway;
 let port: number;
-beforeAll(async () => {
-  gateway = await startGateway({ REQUEST_TIMEOUT: '1', MAX_CONNECTIONS: '3', RATE_LIMIT_MAX: '1' });
+/** A gateway of `env`, listening on `port`. */
+async function listening(env: Record<string, string>) {
+  gateway = await startGateway(env);
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   port = (gateway.app.server.address() as AddressInfo).port;
-});
-afterAll(() => gateway.close());
+}
+afterEach(() => gateway.close());
 
 /** A connection (from `localAddress`, a client of its own), with all the server sends until it closes it. */
 function connect(localAddress = '127.0.0.1') {
@@ -33,6 +34,8 @@ const UNFINISHED_POST =
   'POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"em';
 
 describe('a client that does not finish its request', () => {
+  beforeEach(() => listening({ REQUEST_TIMEOUT: '1', RATE_LIMIT_MAX: '1' }));
+
   it('gets a 408 envelope after REQUEST_TIMEOUT, and its connection is closed', async () => {
     const client = connect();
     client.socket.write(UNFINISHED_POST);
@@ -65,20 +68,39 @@ describe('a client that does not finish its request', () => {
 });
 
 describe('connections', () => {
+  beforeEach(() => listening({ REQUEST_TIMEOUT: '60', MAX_CONNECTIONS: '3' }));
+  const openConnections = () =>
+    new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count)));
+
   it('are at most MAX_CONNECTIONS: more are closed as they arrive, and taken again once one is free', async () => {
     const held = [connect(), connect(), connect()];
-    await Promise.all(held.map((client) => client.connected));
+    for (const client of held) client.socket.write(UNFINISHED_POST);
+    await expect.poll(openConnections).toBe(3);
     const extra = connect();
     extra.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
     expect(await extra.closed).toBe('');
 
     held[0]?.socket.destroy();
-    await expect
-      .poll(() => new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count))))
-      .toBe(2);
+    await expect.poll(openConnections).toBe(2);
     const next = connect();
     next.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
     expect(await next.closed).toMatch(/^HTTP\/1\.1 200 /);
     for (const client of held) client.socket.destroy();
+  });
+
+  it('kept alive between requests make room near the cap, so that clients idling cannot lock others out', async () => {
+    const idle = [connect(), connect(), connect()];
+    for (const client of idle) {
+      await client.connected;
+      const answered = once(client.socket, 'data');
+      client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+      await answered;
+    }
+    const next = connect();
+    next.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    expect(await next.closed).toMatch(/^HTTP\/1\.1 200 /);
+    // The first two were closed when the third came, near the cap; the third answered its request.
+    expect(await idle[0]?.closed).toMatch(/^HTTP\/1\.1 200 /);
+    for (const client of idle) client.socket.destroy();
   });
 });
