@@ -453,7 +453,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and stored in Unicode normalization form C; a string with a lone surrogate is a 400. Read-only and unknown fields are a 400 naming the field. */
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed (and counted in Unicode normalization form C: é is one character however it was typed); a string with a lone surrogate is a 400. A field sent exactly as stored changes nothing and is not checked again. Read-only and unknown fields are a 400 naming the field. */
         UserPatch: {
             /** @description Given name: 1–60 characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             name?: string | null;
@@ -489,7 +489,7 @@ export interface components {
             facebook?: string | null;
             /** @description An https:// URL of at most 2048 characters, without credentials (user:password@); stored as a browser reads it (https://CDN.example.com\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it. Surrounding blanks are trimmed before it is checked. */
             profilePhoto?: string | null;
-            /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. An alias is kept when written as tzdb writes it (US/Eastern); written otherwise, it is stored as the zone it names (us/eastern → America/New_York). null clears it. Surrounding blanks are trimmed before it is checked. */
+            /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. An alias is kept as sent (US/Eastern), unless written in lower case, which no tzdb reader knows: then it is stored as the zone it names (us/eastern → America/New_York). null clears it. Surrounding blanks are trimmed before it is checked. */
             timezone?: string | null;
             /**
              * @description Accepts the privacy policy; only with privacyPolicyVersion. Cannot be withdrawn here.
@@ -1883,7 +1883,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and stored in Unicode normalization form C; a string with a lone surrogate is a 400. Read-only and unknown fields are a 400 naming the field. */
+        /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed (and counted in Unicode normalization form C: é is one character however it was typed); a string with a lone surrogate is a 400. A field sent exactly as stored changes nothing and is not checked again. Read-only and unknown fields are a 400 naming the field. */
         requestBody: {
             content: {
                 /**

@@ -97,8 +97,9 @@ export const UserPatch = Type.Object(
     timezone: Clearable(
       Type.String({ minLength: 1, maxLength: TIME_ZONE_MAX, pattern: TIME_ZONE_PATTERN }),
       'An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. ' +
-        "Case is corrected to the server's spelling. An alias is kept when written as tzdb writes it (US/Eastern); " +
-        'written otherwise, it is stored as the zone it names (us/eastern → America/New_York). null clears it.',
+        "Case is corrected to the server's spelling. An alias is kept as sent (US/Eastern), unless written in lower " +
+        'case, which no tzdb reader knows: then it is stored as the zone it names (us/eastern → America/New_York). ' +
+        'null clears it.',
     ),
     privacyPolicyAccepted: Type.Optional(
       Type.Literal(true, {
@@ -140,8 +141,9 @@ export const UserPatch = Type.Object(
   {
     additionalProperties: false,
     description:
-      'Partial update: an absent field is left alone, null clears an optional field, strings are trimmed and ' +
-      'stored in Unicode normalization form C; a string with a lone surrogate is a 400. ' +
+      'Partial update: an absent field is left alone, null clears an optional field, strings are trimmed ' +
+      '(and counted in Unicode normalization form C: é is one character however it was typed); a string with a ' +
+      'lone surrogate is a 400. A field sent exactly as stored changes nothing and is not checked again. ' +
       'Read-only and unknown fields are a 400 naming the field.',
     dependentRequired: {
       countryCode: ['phoneNumber'],
@@ -276,8 +278,10 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; detail: string };
 const accept = <T>(value: T): Parsed<T> => ({ ok: true, value });
 const reject = (detail: string): Parsed<never> => ({ ok: false, detail });
 
-// Limits count characters as a reader does (code points), as JSON Schema's maxLength does.
-const characters = (value: string) => [...value].length;
+// Limits count characters as a reader does: code points, as JSON Schema's maxLength does, of the
+// text in Unicode normalization form C, so that é is one character however it was typed. The text is
+// stored as sent: NFC would also replace CJK compatibility ideographs (神 U+FA19) people chose.
+const characters = (value: string) => [...value.normalize('NFC')].length;
 // \p{Cc}: U+0000–U+001F and U+007F–U+009F.
 const CONTROL_CHARACTER = /\p{Cc}/u;
 const CONTROL_CHARACTER_BUT_LINES = /[\p{Cc}--[\t\n\r]]/v;
@@ -287,15 +291,12 @@ const NOT_IN_ONE_LINE = /[\p{Cc}\p{Zl}\p{Zp}\u202a-\u202e\u2066-\u2069]/u;
 // the fillers that are letters in name only (Hangul fillers, the blank braille pattern).
 const VISIBLE = /[^\p{Cf}\p{Z}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u;
 
-/**
- * A string as stored: well-formed (a lone surrogate would be stored as U+FFFD, not as sent), in
- * Unicode normalization form C (so that é is one character whichever way it was typed), trimmed.
- */
+/** A string as stored: trimmed, and well-formed (a lone surrogate would be stored as U+FFFD, not as sent). */
 function nullableString(field: string, raw: unknown, check: (value: string) => Parsed<string | null>) {
   if (raw === null) return accept(null);
   if (typeof raw !== 'string') return reject(`${field} must be a string or null`);
   if (!raw.isWellFormed()) return reject(`${field} must not contain a lone surrogate`);
-  return check(raw.normalize('NFC').trim());
+  return check(raw.trim());
 }
 
 /** A line of text as a person reads it: something visible, nothing that breaks the line or turns it. */
@@ -395,7 +396,7 @@ const parseInterests = (raw: unknown): Parsed<string[]> => {
     );
     if (!parsed.ok) return parsed;
     const value = parsed.value as string;
-    const key = value.toLowerCase();
+    const key = value.normalize('NFC').toLowerCase();
     if (!byKey.has(key)) byKey.set(key, value);
   }
   if (byKey.size > INTERESTS_MAX)
@@ -452,15 +453,11 @@ const LISTED_TIME_ZONES = new Map(
   Intl.supportedValuesOf('timeZone').map((zone) => [zone.toLowerCase(), zone]),
 );
 
-// How tzdb writes a name: every part capitalised (US/Eastern, Etc/UTC, America/Port_of_Spain).
-const TZDB_SPELLING = /^[A-Z][^/]*(?:\/[A-Z][^/]*)*$/;
-
 /**
- * The zone's name as stored, or undefined when the runtime does not know it. A listed name gets the
- * runtime's spelling. An alias it accepts but does not list (Etc/UTC, Asia/Kolkata, US/Eastern) is
- * kept as sent when written as tzdb writes names, since the runtime's canonical choice for it
- * varies across ICU versions (Asia/Calcutta); otherwise (us/eastern, which no tzdb reader knows)
- * it becomes the zone the runtime resolves it to (America/New_York).
+ * The zone's name as stored, or undefined when the runtime does not know it. Listed names get the
+ * runtime's spelling; aliases it accepts but does not list (UTC, Etc/UTC, Asia/Kolkata, US/Eastern)
+ * are kept as sent, since its canonical choice for them varies across ICU versions (Asia/Calcutta),
+ * but one in lower case (us/eastern), which is no tzdb name, becomes the zone it names.
  */
 function knownTimeZone(name: string): string | undefined {
   const listed = LISTED_TIME_ZONES.get(name.toLowerCase());
@@ -468,7 +465,7 @@ function knownTimeZone(name: string): string | undefined {
   if (name.length > TIME_ZONE_MAX || !new RegExp(TIME_ZONE_PATTERN).test(name)) return undefined;
   try {
     const resolved = new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone;
-    return TZDB_SPELLING.test(name) ? name : resolved;
+    return resolved.toLowerCase() === name.toLowerCase() || name === name.toLowerCase() ? resolved : name;
   } catch {
     return undefined;
   }
@@ -639,6 +636,12 @@ export function planProfileUpdate(body: unknown, context: ProfileContext): Profi
   const sent: Partial<ProfileSubject> = {};
   const take = <K extends PlainField>(field: K) => {
     if (!has(body, field)) return;
+    // A client that sends the whole profile back, as read, changes nothing: not even a value stored
+    // before a rule it breaks existed, nor one the rules would write differently (a photo URL).
+    if (sameValue(body[field], current[field])) {
+      sent[field] = current[field];
+      return;
+    }
     const parsed = PLAIN_FIELDS[field](body[field], context);
     if (parsed.ok) sent[field] = parsed.value;
     else problems.push(parsed.detail);
