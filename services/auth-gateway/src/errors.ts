@@ -16,6 +16,7 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, detail: '' },
   BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
+  UNSUPPORTED_CHARSET: { status: 415, detail: 'JSON must be sent in UTF-8' },
   RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },
 
   // Who is calling

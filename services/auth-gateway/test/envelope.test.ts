@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { body, post, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -81,13 +81,17 @@ describe('every response is the envelope', () => {
       });
     const latin1 = await inCharset('iso-8859-1');
     expect(latin1.statusCode).toBe(415);
-    expect(body(latin1).errors).toEqual([
-      'Unsupported media type',
-      'Content-Type must be application/json',
-      'charset must be UTF-8',
-    ]);
+    expect(body(latin1).errors).toEqual(['Unsupported media type', 'JSON must be sent in UTF-8']);
     // Declared UTF-8, the same bytes are no UTF-8 at all.
     expect((await inCharset('"UTF-8"')).statusCode).toBe(400);
+    // Nothing to read, nothing to refuse: a logout with only a Content-Type header.
+    const { accessToken } = await signIn(gateway.app, 'charset@example.com');
+    const logout = await gateway.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/logout',
+      headers: { 'content-type': 'application/json; charset=iso-8859-1', ...bearer(accessToken) },
+    });
+    expect(logout.statusCode).toBe(200);
   });
 
   it('answers a non-JSON body with an enveloped 415', async () => {

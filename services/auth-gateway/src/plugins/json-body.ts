@@ -16,11 +16,12 @@ export default fp(
     const parse = app.getDefaultJsonParser('remove', 'remove');
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-      const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1];
-      if (charset !== undefined && !/^utf-?8$/i.test(charset))
-        return done(new GatewayError('UNSUPPORTED_MEDIA_TYPE', ['charset must be UTF-8']));
       const bytes = body as Buffer;
       if (bytes.length === 0) return done(null, undefined);
+      // ASCII is UTF-8 too.
+      const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1];
+      if (charset !== undefined && !/^(utf-?8|us-ascii)$/i.test(charset))
+        return done(new GatewayError('UNSUPPORTED_CHARSET'));
       if (!isUtf8(bytes)) return done(new GatewayError('INVALID_JSON', ['body is not UTF-8']));
       return parse(request, bytes.toString('utf8'), done);
     });
