@@ -90,7 +90,7 @@ export const GatewayConfigSchema = Type.Object({
     statementTimeout: Int(
       'DATABASE_STATEMENT_TIMEOUT',
       10,
-      'Seconds (at most 600) a statement of a request may run, waiting for locks included; past it Postgres cancels it and the request answers 503 with `Retry-After`, instead of holding a pool connection. The account deletion sweep is exempt.',
+      'Seconds (at most 600) a statement of the gateway may run, waiting for locks included; past it Postgres cancels it and a request answers 503 with `Retry-After`, instead of holding a pool connection. The account deletion sweep has 10 minutes.',
       { maximum: 600 },
     ),
   }),

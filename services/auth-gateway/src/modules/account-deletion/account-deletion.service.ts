@@ -127,7 +127,7 @@ export function createAccountDeletion({
       const now = clock.now();
       const { userIds, ended, sessionIds } = await db.transaction().execute(async (trx) => {
         // Erasing accounts with years of sessions and events may take longer than a request may.
-        await sql`set local statement_timeout = 0`.execute(trx);
+        await sql`set local statement_timeout = '10min'`.execute(trx);
         const ids = await repository.lockDueDeletions(trx, now, limit);
         if (ids.length === 0) return { userIds: ids, ended: 0, sessionIds: [] };
         await repository.eraseAccounts(trx, ids, now);
