@@ -6,6 +6,7 @@ import { deviceName } from '../device-name.ts';
 import { failureText, isFailure } from '../failure-text.ts';
 import { formatDateTime, formatRelative } from '../format.ts';
 import { MessageText, useMessage } from '../message.tsx';
+import { sessionLabels } from './session-labels.ts';
 
 /** Every active session of the account (all pages), this one marked, the others each with a sign-out. */
 export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number; onChanged: () => void }) {
@@ -70,6 +71,8 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
   }
 
   const now = new Date();
+  const labels = sessionLabels(sessions?.filter((session) => !session.current) ?? []);
+
   return (
     <section class="card" aria-labelledby="sessions-heading">
       <h2 id="sessions-heading" ref={heading} tabIndex={-1}>
@@ -101,12 +104,8 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
                   onClick={() => void run(() => end(session))}
                 >
                   Sign out
-                  {/* Which session, in the button's name: a list of buttons, or "click Sign out" to a
-                      voice control, tells them apart; two of one browser differ by when they began. */}
-                  <span class="visually-hidden">
-                    {' '}
-                    {deviceName(session.userAgent)}, signed in {formatDateTime(session.createdAt)}
-                  </span>
+                  {/* Which session, in the button's name (sessionLabels). */}
+                  <span class="visually-hidden"> {labels.get(session._id)}</span>
                 </Button>
               )}
             </li>
