@@ -88,6 +88,17 @@ describe('connections', () => {
     for (const client of held) client.socket.destroy();
   });
 
+  it('that fill the cap cannot keep it filled: near it, every answer closes its connection', async () => {
+    const clients = [connect(), connect(), connect()];
+    await expect.poll(openConnections).toBe(3);
+    for (const client of clients) client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+    for (const client of clients)
+      expect(await client.closed).toMatch(/^HTTP\/1\.1 200 [^]*connection: close/i);
+    const next = connect();
+    next.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    expect(await next.closed).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it('kept alive between requests make room near the cap, so that clients idling cannot lock others out', async () => {
     const idle = [connect(), connect(), connect()];
     for (const client of idle) {

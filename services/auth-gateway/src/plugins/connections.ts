@@ -1,28 +1,38 @@
-import type { Socket } from 'node:net';
 import fp from 'fastify-plugin';
-
-// Node's own field: the response a connection is writing or about to write, null between requests.
-type HttpSocket = Socket & { _httpMessage?: unknown };
 
 /**
  * At most `max` connections to the public API: more are closed as they arrive (Node's
- * `maxConnections`), rather than fill the heap until it fails. Near the cap, connections idle between
- * two requests (kept alive for 72 s) are closed to make room: otherwise a client could fill the cap
- * with cheap requests, a 429 is one, and lock every new client out. A connection that has not sent
- * its first request yet is spared; it has REQUEST_TIMEOUT to send it.
+ * `maxConnections`), rather than fill the heap until it fails. From 90 % of it on, every answer
+ * closes its connection, and connections idle between two requests (kept alive for 72 s) are closed
+ * (Node's own idea of idle, which spares one that has not finished sending a request): otherwise a
+ * client could keep the cap filled with cheap requests, a 429 is one, and lock every new client out.
  */
 export default fp<{ max: number }>(
   async function connections(app, { max }) {
     const { server } = app;
     server.maxConnections = max;
-    const open = new Set<HttpSocket>();
-    const served = new WeakSet<Socket>();
-    server.on('request', (request) => served.add(request.socket));
-    server.on('connection', (socket: HttpSocket) => {
-      open.add(socket);
-      socket.once('close', () => open.delete(socket));
-      if (open.size < Math.ceil(max * 0.9)) return;
-      for (const other of open) if (served.has(other) && !other._httpMessage) other.destroy();
+    const crowded = Math.ceil(max * 0.9);
+    let open = 0;
+    let lastSweep = 0;
+    // At most ten sweeps a second: each walks every connection.
+    const sweep = () => {
+      const now = performance.now();
+      if (now - lastSweep < 100) return;
+      lastSweep = now;
+      server.closeIdleConnections();
+    };
+    server.on('connection', (socket) => {
+      open += 1;
+      socket.once('close', () => {
+        open -= 1;
+      });
+      if (open >= crowded) sweep();
+    });
+    // Refused at the cap: the next one finds room.
+    server.on('drop', sweep);
+    app.addHook('onSend', (_request, reply, _payload, done) => {
+      if (open >= crowded) reply.header('connection', 'close');
+      done();
     });
   },
   { name: 'connections' },
