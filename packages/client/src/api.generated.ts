@@ -455,9 +455,9 @@ export interface components {
         };
         /** @description Partial update: an absent field is left alone, null clears an optional field, strings are trimmed (and counted in Unicode normalization form C: é is one character however it was typed); a string with a lone surrogate is a 400. A field sent exactly as stored changes nothing and is not checked again. Read-only and unknown fields are a 400 naming the field. */
         UserPatch: {
-            /** @description Given name: 1–60 characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            /** @description Given name: 1–60 characters (counted in Unicode NFC), at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             name?: string | null;
-            /** @description Family name: 1–60 characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            /** @description Family name: 1–60 characters (counted in Unicode NFC), at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             surname?: string | null;
             /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             username?: string | null;

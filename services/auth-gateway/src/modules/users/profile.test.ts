@@ -244,9 +244,24 @@ describe('name and surname', () => {
   });
 
   it('sent exactly as stored change nothing, even a value the rules would now refuse', () => {
-    const current = { ...REGISTERED, name: 'Ayşe\u202e', profilePhoto: 'https://cdn.example.com' };
-    const sentBack = { name: 'Ayşe\u202e', profilePhoto: 'https://cdn.example.com', surname: 'Kaya' };
-    expect(plan(sentBack, current)).toMatchObject({ ok: true, changes: { surname: 'Kaya' } });
+    const current = {
+      ...REGISTERED,
+      name: 'Ayşe\u202e',
+      profilePhoto: 'https://cdn.example.com',
+      // Stored before MIN_AGE was raised, and a phone number longer than E.164 allows.
+      birthDate: new Date('2014-01-01T00:00:00.000Z'),
+      countryCode: '999',
+      phoneNumber: '12345678901234',
+    };
+    const sentBack = {
+      name: 'Ayşe\u202e',
+      profilePhoto: 'https://cdn.example.com',
+      birthDate: '2014-01-01T00:00:00.000Z',
+      countryCode: '999',
+      phoneNumber: '12345678901234',
+      surname: 'Kaya',
+    };
+    expect(plan(sentBack, current, { minAge: 16 })).toMatchObject({ ok: true, changes: { surname: 'Kaya' } });
   });
 
   it('are cleared with null before registration is complete', () => {

@@ -43,11 +43,11 @@ export const UserPatch = Type.Object(
   {
     name: Clearable(
       Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: ONE_LINE }),
-      `Given name: 1–${NAME_MAX} characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
+      `Given name: 1–${NAME_MAX} characters (counted in Unicode NFC), at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
     ),
     surname: Clearable(
       Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: ONE_LINE }),
-      `Family name: 1–${NAME_MAX} characters, at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
+      `Family name: 1–${NAME_MAX} characters (counted in Unicode NFC), at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete.`,
     ),
     username: Clearable(
       Type.String({ minLength: USERNAME_MIN, maxLength: USERNAME_MAX, pattern: USERNAME_PATTERN }),
@@ -529,6 +529,8 @@ const shown = (field: string) =>
 
 function sameValue(a: unknown, b: unknown): boolean {
   if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  // A date as the client sends it back, against the stored one.
+  if (typeof a === 'string' && b instanceof Date) return Date.parse(a) === b.getTime();
   if (Array.isArray(a) && Array.isArray(b))
     return a.length === b.length && a.every((item, i) => item === b[i]);
   return a === b;
@@ -654,7 +656,11 @@ export function planProfileUpdate(body: unknown, context: ProfileContext): Profi
       ? ['countryCode', 'phoneNumber']
       : ['phoneNumber', 'countryCode'];
     problems.push(`${missing} must be sent together with ${given} (both null clears the phone number)`);
-  } else if (sent.countryCode !== undefined && sent.phoneNumber !== undefined) {
+  } else if (
+    sent.countryCode !== undefined &&
+    sent.phoneNumber !== undefined &&
+    !(sent.countryCode === current.countryCode && sent.phoneNumber === current.phoneNumber)
+  ) {
     if ((sent.countryCode === null) !== (sent.phoneNumber === null)) {
       problems.push('countryCode and phoneNumber must both be set or both be null');
     } else if (sent.countryCode !== null && sent.phoneNumber !== null) {
