@@ -587,6 +587,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
@@ -596,8 +605,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -608,6 +626,17 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -674,6 +703,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
@@ -683,8 +721,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -765,6 +812,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
@@ -774,7 +830,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -794,9 +850,29 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -862,6 +938,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
@@ -871,7 +956,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -885,6 +970,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1032,6 +1126,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Resource already exists or cannot be changed in its current state: the code is locked after too many wrong attempts; request a new one */
             409: {
                 headers: {
@@ -1050,7 +1153,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1064,6 +1167,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1153,6 +1265,17 @@ export interface operations {
             /** @description Authentication required: the refresh token is unknown, expired or revoked, or was already used */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1168,7 +1291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1182,6 +1305,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1269,6 +1401,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1286,6 +1420,15 @@ export interface operations {
             };
             /** @description Resource not found: unknown refresh token */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1311,7 +1454,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1325,6 +1468,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1402,6 +1554,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1417,7 +1580,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1431,6 +1594,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1538,6 +1710,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1553,7 +1736,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1567,6 +1750,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1648,6 +1840,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1656,6 +1850,15 @@ export interface operations {
             };
             /** @description Resource not found: unknown session, or another user's */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1681,7 +1884,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1695,6 +1898,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1819,6 +2031,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1834,7 +2057,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1848,6 +2071,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2006,6 +2238,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2030,7 +2273,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2044,6 +2287,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2130,6 +2382,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2145,7 +2408,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2159,6 +2422,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2256,6 +2528,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2271,7 +2554,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2285,6 +2568,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2409,6 +2701,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2433,7 +2736,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2447,6 +2750,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2571,6 +2883,17 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request timeout: the request took too long to arrive */
+            408: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2595,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Unsupported media type: a body must be application/json */
+            /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2609,6 +2932,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request header fields too large */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

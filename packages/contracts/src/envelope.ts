@@ -47,6 +47,15 @@ const RETRY_AFTER = {
     'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again' },
   },
 };
+const WWW_AUTHENTICATE = {
+  headers: {
+    'WWW-Authenticate': {
+      type: 'string',
+      description:
+        'The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused',
+    },
+  },
+};
 
 /**
  * What each error status means wherever it is answered, for the document's response descriptions: the
@@ -62,7 +71,7 @@ export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: `${STATUS_MESSAGES[409]}`,
   413: `${STATUS_MESSAGES[413]}: the body is larger than the gateway accepts`,
   414: `${STATUS_MESSAGES[414]}`,
-  415: `${STATUS_MESSAGES[415]}: a body must be application/json`,
+  415: `${STATUS_MESSAGES[415]}: a body must be application/json, in UTF-8`,
   429: `${STATUS_MESSAGES[429]}: a rate limit is reached; try again after Retry-After seconds`,
   431: `${STATUS_MESSAGES[431]}`,
   500: `${STATUS_MESSAGES[500]}: an unexpected failure of the gateway`,
@@ -86,6 +95,7 @@ export const errorResponses = (...statuses: ErrorResponse[]): Record<number, typ
           ...ErrorEnvelope,
           description: meaning ? `${STATUS_MESSAGES[status]}: ${meaning}` : ERROR_DESCRIPTIONS[status],
           ...((status === 429 || status === 503) && RETRY_AFTER),
+          ...(status === 401 && WWW_AUTHENTICATE),
         },
       ];
     }),

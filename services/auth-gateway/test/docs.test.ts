@@ -185,7 +185,7 @@ describe('what a client or its generator reads', () => {
       );
     }
     // The reviewer's case: the handle pattern is that of the trimmed value.
-    expect(patch.instagram.anyOf[0].pattern).toBe('^@?[A-Za-z0-9._]{1,30}$');
+    expect(patch.instagram.anyOf[0].pattern).toBe('^@?(?![Ww]{3}\\.)[A-Za-z0-9._]{1,30}$');
     const email = resolve(
       document.paths['/api/v1/auth/send-otp-email'].post.requestBody.content['application/json'].schema,
     ).properties.email;

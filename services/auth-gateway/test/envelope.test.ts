@@ -44,6 +44,15 @@ describe('every response is the envelope', () => {
     expect(session.headers.allow).toBe('DELETE');
   });
 
+  it('answers a 401 with the bearer challenge', async () => {
+    const missing = await gateway.app.inject({ url: '/api/v1/auth/sessions' });
+    expect(missing.statusCode).toBe(401);
+    expect(missing.headers['www-authenticate']).toBe('Bearer');
+    const refused = await gateway.app.inject({ url: '/api/v1/auth/sessions', headers: bearer('a.b.c') });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+  });
+
   it('answers malformed JSON with an enveloped 400', async () => {
     const response = await gateway.app.inject({
       method: 'POST',

@@ -40,11 +40,12 @@ export default fp<{ clock: Clock }>(
           ? enveloped(schema, Number(status))
           : schema,
       ]);
-      // Health probes are never rate-limited (rate-limit.ts), so they document no 429.
+      // Any route may meet these: a request too slow (408) or with too large headers (431), a
+      // gateway that drains (503). Health probes are never rate-limited (rate-limit.ts): no 429.
       const common =
         route.config?.rateLimit === false
-          ? errorResponses(400, 413, 415, 500)
-          : errorResponses(400, 413, 415, 429, 500);
+          ? errorResponses(400, 408, 413, 415, 431, 500, 503)
+          : errorResponses(400, 408, 413, 415, 429, 431, 500, 503);
       // A new schema object: the module's own is shared by every app built in the process.
       route.schema = { ...route.schema, response: { ...common, ...Object.fromEntries(wrapped) } };
     });

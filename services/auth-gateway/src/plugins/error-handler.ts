@@ -55,6 +55,12 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
 function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
   errorsAnswered.add(1, { code: error.code });
   if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, error.retryAfter)));
+  // A 401 says how to authenticate (RFC 9110), in the bearer scheme's words (RFC 6750).
+  if (error.statusCode === 401)
+    reply.header(
+      'www-authenticate',
+      error.code === 'BEARER_MISSING' ? 'Bearer' : 'Bearer error="invalid_token"',
+    );
   return reply
     .status(error.statusCode)
     .send(failure(error.statusCode, [statusMessage(error.statusCode), ...error.details], clock.now()));

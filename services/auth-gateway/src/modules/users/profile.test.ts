@@ -1101,6 +1101,7 @@ describe('the UserPatch schema of the OpenAPI document', () => {
     { interests: [repeat('x', 41)] },
     { bio: repeat('b', 501) },
     { instagram: 'https://instagram.com/ayse' },
+    { instagram: '@www.ayse' },
     { profilePhoto: 'http://cdn.example.com/a.jpg' },
     { timezone: '+03:00' },
     { countryCode: '+90', phoneNumber: '5321234567' },

@@ -22,7 +22,8 @@ const ONE_LINE = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e
 // Text of several lines (bio, expertise) keeps tabs and line breaks.
 const NO_CONTROL_CHARACTERS_BUT_LINES = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$';
 const USERNAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9._]*[A-Za-z0-9_]$';
-const HANDLE_PATTERN = `^@?[A-Za-z0-9._]{1,${HANDLE_MAX}}$`;
+// Not www.…, which is the start of a URL.
+const HANDLE_PATTERN = `^@?(?![Ww]{3}\\.)[A-Za-z0-9._]{1,${HANDLE_MAX}}$`;
 // Named zones only: a UTC offset such as +03:00 is not an IANA name.
 const TIME_ZONE_PATTERN = '^[A-Za-z][A-Za-z0-9_+/-]*$';
 
@@ -414,10 +415,10 @@ const freeText = (field: string, max: number) => (raw: unknown) =>
 
 const handle = (field: string) => (raw: unknown) =>
   nullableString(field, raw, (value) => {
-    if (/[/:]/.test(value) || /^www\./i.test(value)) {
+    const name = value.startsWith('@') ? value.slice(1) : value;
+    if (/[/:]/.test(name) || /^www\./i.test(name)) {
       return reject(`${field} must be a handle such as ayse.yilmaz, not a URL`);
     }
-    const name = value.startsWith('@') ? value.slice(1) : value;
     if (!new RegExp(`^[A-Za-z0-9._]{1,${HANDLE_MAX}}$`).test(name)) {
       return reject(`${field} must be 1–${HANDLE_MAX} of A–Z, a–z, 0–9, . and _`);
     }
