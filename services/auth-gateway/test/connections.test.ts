@@ -93,7 +93,7 @@ describe('connections', () => {
     await expect.poll(openConnections).toBe(3);
     for (const client of clients) client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
     for (const client of clients)
-      expect(await client.closed).toMatch(/^HTTP\/1\.1 200 [^]*connection: close/i);
+      expect(await client.closed).toMatch(/^HTTP\/1\.1 200 [\s\S]*connection: close/i);
     const next = connect();
     next.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
     expect(await next.closed).toMatch(/^HTTP\/1\.1 200 /);
