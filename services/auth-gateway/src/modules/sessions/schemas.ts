@@ -150,7 +150,14 @@ export const endSessionSchema = {
   params: Type.Object({ id: Type.String({ maxLength: 64, description: "The session's `_id`" }) }),
   response: {
     200: { ...Revoked, description: 'The session has ended' },
-    ...Errors(401, [404, "unknown session, or another user's"], [409, 'the session has already ended'], 503),
+    ...Errors(
+      401,
+      [404, "unknown session, or another user's"],
+      [409, 'the session has already ended'],
+      // Fastify's router refuses a path parameter over 100 characters before the schema's 400.
+      [414, 'the id is longer than 100 characters'],
+      503,
+    ),
   },
 };
 
