@@ -17,6 +17,9 @@ export const ERRORS = {
   BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
   UNSUPPORTED_CHARSET: { status: 415, detail: 'JSON must be sent in UTF-8' },
+  // Answered from the socket, before any request exists (error-handler's clientErrorHandler).
+  REQUEST_TIMEOUT: { status: 408, detail: '' },
+  HEADERS_TOO_LARGE: { status: 431, detail: '' },
   RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },
 
   // Who is calling

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
+import { startOperationsServer } from '@tessera/telemetry';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type TestGateway } from './helpers.ts';
 
@@ -15,6 +16,22 @@ async function listening(env: Record<string, string>) {
   port = (gateway.app.server.address() as AddressInfo).port;
 }
 afterEach(() => gateway.close());
+
+/** The value of one series of the gateway's metrics (process-wide), 0 before it first appears. */
+async function metric(series: string): Promise<number> {
+  const operations = await startOperationsServer({
+    host: '127.0.0.1',
+    port: 0,
+    checks: gateway.app.readiness,
+  });
+  try {
+    const text = await (await fetch(`${operations.url}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line ? Number(line.slice(series.length + 1).split(' ')[0]) : 0;
+  } finally {
+    await operations.close();
+  }
+}
 
 /** A connection (from `localAddress`, a client of its own), with all the server sends until it closes it. */
 function connect(localAddress = '127.0.0.1') {
@@ -37,10 +54,13 @@ describe('a client that does not finish its request', () => {
   beforeEach(() => listening({ REQUEST_TIMEOUT: '1', RATE_LIMIT_MAX: '1' }));
 
   it('gets a 408 envelope after REQUEST_TIMEOUT, and its connection is closed', async () => {
+    const timedOut = 'tessera_errors_total{code="REQUEST_TIMEOUT"}';
+    const before = await metric(timedOut);
     const client = connect();
     client.socket.write(UNFINISHED_POST);
     const answer = await client.closed;
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(await metric(timedOut)).toBe(before + 1);
     expect(JSON.parse(answer.split('\r\n\r\n')[1] ?? '')).toMatchObject({
       isSuccess: false,
       statusCode: 408,
@@ -73,12 +93,16 @@ describe('connections', () => {
     new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count)));
 
   it('are at most MAX_CONNECTIONS: more are closed as they arrive, and taken again once one is free', async () => {
+    const refused = 'tessera_http_connections_refused_total';
+    const before = await metric(refused);
     const held = [connect(), connect(), connect()];
     for (const client of held) client.socket.write(UNFINISHED_POST);
     await expect.poll(openConnections).toBe(3);
+    expect(await metric('tessera_http_connections_open')).toBe(3);
     const extra = connect();
     extra.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
     expect(await extra.closed).toBe('');
+    expect(await metric(refused)).toBe(before + 1);
 
     held[0]?.socket.destroy();
     await expect.poll(openConnections).toBe(2);

@@ -1,4 +1,12 @@
+import { meter } from '@tessera/telemetry';
 import fp from 'fastify-plugin';
+
+const refused = meter.createCounter('tessera.http.connections.refused', {
+  description: 'Connections to the public API closed as they arrived: the process held MAX_CONNECTIONS',
+});
+const openGauge = meter.createObservableGauge('tessera.http.connections.open', {
+  description: 'Connections to the public API open now (at most MAX_CONNECTIONS)',
+});
 
 /**
  * At most `max` connections to the public API: more are closed as they arrive (Node's
@@ -13,6 +21,7 @@ export default fp<{ max: number }>(
     server.maxConnections = max;
     const crowded = Math.ceil(max * 0.9);
     let open = 0;
+    refused.add(0);
     let lastSweep = 0;
     // At most ten sweeps a second: each walks every connection.
     const sweep = () => {
@@ -29,7 +38,13 @@ export default fp<{ max: number }>(
       if (open >= crowded) sweep();
     });
     // Refused at the cap: the next one finds room.
-    server.on('drop', sweep);
+    server.on('drop', () => {
+      refused.add(1);
+      sweep();
+    });
+    const observe = (result: { observe(value: number): void }) => result.observe(open);
+    openGauge.addCallback(observe);
+    app.addHook('onClose', async () => openGauge.removeCallback(observe));
     app.addHook('onSend', (_request, reply, _payload, done) => {
       if (open >= crowded) reply.header('connection', 'close');
       done();

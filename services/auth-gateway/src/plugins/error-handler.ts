@@ -6,7 +6,7 @@ import { meter } from '@tessera/telemetry';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Clock } from '../clock.ts';
-import { type ErrorCode, GatewayError } from '../errors.ts';
+import { ERRORS, type ErrorCode, GatewayError } from '../errors.ts';
 import { hooklessSecurityHeaders } from './http-security.ts';
 
 const errorsAnswered = meter.createCounter('tessera.errors', {
@@ -113,8 +113,14 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
     socket.end();
     return;
   }
-  const status =
-    error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const code: ErrorCode =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? 'HEADERS_TOO_LARGE'
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'REQUEST_TIMEOUT'
+        : 'BAD_REQUEST';
+  errorsAnswered.add(1, { code });
+  const status = ERRORS[code].status;
   // No request, so no app clock: the socket is all there is.
   const body = JSON.stringify(failure(status, [statusMessage(status)], new Date()));
   socket.end(
