@@ -36,3 +36,27 @@ it('follows OTEL_TRACES_SAMPLER otherwise', () => {
   process.env.OTEL_TRACES_SAMPLER = 'always_on';
   expect(decide('moveStalledJobsToWait email', SpanKind.INTERNAL)).toBe(SamplingDecision.NOT_RECORD);
 });
+
+it("decides a request's sampling itself, whatever its caller's traceparent says", () => {
+  const caller = (traceFlags: TraceFlags) =>
+    trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: 'a'.repeat(32),
+      spanId: 'b'.repeat(16),
+      traceFlags,
+      isRemote: true,
+    });
+  // By default every request is recorded, also one whose caller asks not to be.
+  expect(decide('POST /api/v1/auth/verify-otp-email', SpanKind.SERVER, caller(TraceFlags.NONE))).toBe(
+    SamplingDecision.RECORD_AND_SAMPLED,
+  );
+  // Sampling none, a caller cannot force its requests in, by its flag or by the trace id it picks.
+  process.env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
+  process.env.OTEL_TRACES_SAMPLER_ARG = '0';
+  expect(decide('GET /api/v1/users/me', SpanKind.SERVER, caller(TraceFlags.SAMPLED))).toBe(
+    SamplingDecision.NOT_RECORD,
+  );
+  // A job follows the request that queued it, which the mailer sees as a remote parent too.
+  expect(decide('process email', SpanKind.CONSUMER, caller(TraceFlags.SAMPLED))).toBe(
+    SamplingDecision.RECORD_AND_SAMPLED,
+  );
+});

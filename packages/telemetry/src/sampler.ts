@@ -1,4 +1,5 @@
-import { isSpanContextValid, SpanKind, trace } from '@opentelemetry/api';
+import { randomBytes } from 'node:crypto';
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -16,9 +17,14 @@ import {
 const HOUSEKEEPING = /^(moveStalledJobsToWait|startStalledCheckTimer|extendLocks|close) /;
 
 /**
- * The sampler OTEL_TRACES_SAMPLER names, but a trace that BullMQ's upkeep would start is not
- * recorded: its spans and, under the parent-based samplers (the default), their children. Jobs
- * (`add`, `process`) and everything in a request's or a job's trace are sampled as configured.
+ * The sampler OTEL_TRACES_SAMPLER names, with two exceptions:
+ * - a trace that BullMQ's upkeep would start is not recorded: its spans and, under the parent-based
+ *   samplers (the default), their children;
+ * - a request keeps its caller's trace id (`traceparent`), but whether it is recorded is decided
+ *   here as for a new trace, on a trace id the caller did not choose: a client is anyone on the
+ *   internet, and its sampled flag (or a trace id picked to pass a ratio) would let it keep its
+ *   requests out of the traces, or force every one of them in.
+ * Jobs (`add`, `process`) and everything inside a request's or a job's trace follow their parent.
  */
 export function sampler(): Sampler {
   const configured = configuredSampler();
@@ -28,6 +34,15 @@ export function sampler(): Sampler {
       const root = parent === undefined || !isSpanContextValid(parent);
       if (root && kind === SpanKind.INTERNAL && HOUSEKEEPING.test(name))
         return { decision: SamplingDecision.NOT_RECORD };
+      if (!root && parent.isRemote && kind === SpanKind.SERVER)
+        return configured.shouldSample(
+          ROOT_CONTEXT,
+          randomBytes(16).toString('hex'),
+          name,
+          kind,
+          attributes,
+          links,
+        );
       return configured.shouldSample(context, traceId, name, kind, attributes, links);
     },
     toString: () => `WithoutBullMQHousekeeping{${configured}}`,

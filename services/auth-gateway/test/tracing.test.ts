@@ -164,6 +164,21 @@ describe('traces of the gateway', () => {
     }
   });
 
+  it("records a request whatever its caller's sampled flag says, in the caller's trace", async () => {
+    // A client asking not to be traced (flag 00) could otherwise keep its requests out of the traces.
+    const callerTrace = randomBytes(16).toString('hex');
+    const unsampled = jsonClient(baseUrl, {
+      traceparent: `00-${callerTrace}-${randomBytes(8).toString('hex')}-00`,
+    });
+    expect(
+      (await unsampled('POST', '/api/v1/auth/send-otp-email', { email: 'unseen@example.com' })).status,
+    ).toBe(200);
+    await otlp.waitFor(
+      (span) => span.traceId === callerTrace && span.name === 'POST /api/v1/auth/send-otp-email',
+    );
+    await otlp.waitFor((span) => span.traceId === callerTrace && span.name === 'add email.send-otp');
+  });
+
   it('starts traces for requests only: closing the mail queue at shutdown is none', async () => {
     expect(await gateway.stop('SIGTERM')).toBe(0);
     // The last spans were flushed on the way out.
