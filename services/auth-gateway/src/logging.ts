@@ -20,8 +20,17 @@ export function loggerOptions(
     // trace_id and span_id of the active span on every line written inside a request or job.
     mixin: traceFields,
     // Never the Redis command of a failed call: ioredis attaches it to the error, and a queued job's
-    // data holds a code. Only errors are redacted, since redacting costs on every line it applies to.
-    redact: ['err.command', 'err.cause.command'],
+    // data holds a code. Nor a Postgres error's detail and context, which quote the values of the
+    // row or key at fault ("Failing row contains (…, ana@example.com, …)"). Only errors are
+    // redacted, since redacting costs on every line it applies to.
+    redact: [
+      'err.command',
+      'err.cause.command',
+      'err.detail',
+      'err.where',
+      'err.cause.detail',
+      'err.cause.where',
+    ],
     // A request is its method, path, and client address: never its body or headers (credentials),
     // nor its query string (the client's to fill, with whatever it likes).
     serializers: {

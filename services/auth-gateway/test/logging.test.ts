@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { mentionsCode } from '@tessera/testing';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // Everything the gateway logs, at the most talkative level, as the JSON lines it writes.
@@ -104,8 +105,64 @@ describe('logs', () => {
       const [line] = infoLines.filter((text) => text.includes(String(long.headers['x-request-id'])));
       expect(JSON.parse(line ?? '{}').req.url).toBe(`/api/v1/${'a'.repeat(192)}…`);
       expect(line?.length).toBeLessThan(1_000);
+
+      // A URL refused before routing has its line too, under the id its answer gave.
+      const malformed = await quiet.app.inject({ url: '/api/v1/users/%E0%A4%A' });
+      expect(malformed.statusCode).toBe(400);
+      const refused = infoLines
+        .map((text) => JSON.parse(text))
+        .filter((entry) => entry.reqId === malformed.headers['x-request-id']);
+      expect(refused).toMatchObject([{ level: 30, msg: 'request completed', res: { statusCode: 400 } }]);
     } finally {
       await quiet.close();
+    }
+  });
+
+  it('tell a Redis outage in one short line per failed request, without a stack', async () => {
+    const { redis } = gateway.app;
+    redis.disconnect();
+    await vi.waitFor(() => expect(redis.status).toBe('end'));
+    lines.length = 0;
+    try {
+      for (let i = 0; i < 3; i++)
+        expect(
+          (await post(gateway.app, '/api/v1/auth/send-otp-email', { email: `out-${i}@example.com` }))
+            .statusCode,
+        ).toBe(503);
+      const warnings = lines
+        .map((text) => JSON.parse(text))
+        .filter((entry) => entry.msg === 'redis unavailable');
+      expect(warnings).toHaveLength(3);
+      for (const warning of warnings) {
+        expect(warning).toMatchObject({ level: 40, reason: expect.any(String) });
+        expect(JSON.stringify(warning)).not.toContain('    at ');
+      }
+    } finally {
+      await redis.connect();
+    }
+  });
+
+  it('do not quote the values of a row that Postgres refused', async () => {
+    const email = 'private.person@example.com';
+    await sql`alter table users add constraint no_boom check (signup_campaign is distinct from 'boom')`.execute(
+      gateway.app.db,
+    );
+    try {
+      lines.length = 0;
+      const { code } = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
+      const failed = await post(gateway.app, '/api/v1/auth/verify-otp-email', {
+        email,
+        code,
+        signupCampaign: 'boom',
+      });
+      expect(failed.statusCode).toBe(500);
+      const output = lines.join('');
+      // The error is logged, by its code and constraint, with no value of the row.
+      expect(output).toContain('"code":"23514"');
+      expect(output).toContain('no_boom');
+      expect(output).not.toContain(email);
+    } finally {
+      await sql`alter table users drop constraint no_boom`.execute(gateway.app.db);
     }
   });
 

@@ -45,7 +45,10 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
     return known.statusCode === status ? known : Object.assign(known, { statusCode: status });
   }
   if (error instanceof DependencyUnavailableError) {
-    request.log.warn({ err: error }, `${error.dependency} unavailable`);
+    // One short line: an outage fails every request that meets it, and its connection's own
+    // warning already tells the outage (a stack each would be ~3 KB of log per request).
+    const reason = error.cause instanceof Error ? error.cause.message : undefined;
+    request.log.warn({ reason }, `${error.dependency} unavailable`);
     return new GatewayError('DEPENDENCY_UNAVAILABLE');
   }
   request.log.error({ err: error }, 'unhandled error');
@@ -96,7 +99,13 @@ export function frameworkErrors({ appEnv, clock }: ErrorHandlerOptions) {
     reply.headers(hooklessSecurityHeaders(appEnv));
     reply.header('x-request-id', request.id);
     const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
-    return send(reply, clock, Object.assign(new GatewayError('BAD_REQUEST'), { statusCode: status }));
+    send(reply, clock, Object.assign(new GatewayError('BAD_REQUEST'), { statusCode: status }));
+    // Nor does the request's log line: the id the client got must be found in the logs.
+    request.log.info(
+      { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 10) / 10 },
+      'request completed',
+    );
+    return reply;
   };
 }
 
