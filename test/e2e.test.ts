@@ -323,6 +323,8 @@ describe('without an OTLP endpoint', () => {
     const [answer] = await once(socket, 'data');
     expect(String(answer)).toMatch(/^HTTP\/1\.1 200 /);
     expect(await gateway.stop('SIGTERM')).toBe(0);
+    // Its last line says the drain ended, as the mailer's does.
+    expect(lines.at(-1)?.msg).toBe('closed');
 
     const completed = lines.filter((line) => line.msg === 'request completed' && line.req?.method === 'POST');
     const [ownTrace, continued] = completed.map((line) => line.trace_id);

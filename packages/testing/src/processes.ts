@@ -241,7 +241,8 @@ export function startService(service: keyof typeof BUNDLES, env: Record<string, 
     output: () => chunks.join(''),
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      const exited = once(child, 'exit') as Promise<[number | null]>;
+      // 'close', not 'exit': by then its last lines are read too.
+      const exited = once(child, 'close') as Promise<[number | null]>;
       child.kill(signal);
       return (await exited)[0];
     },

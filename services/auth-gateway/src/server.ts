@@ -36,6 +36,7 @@ closeGracefully({
       clearInterval(closeIdle);
     }
     await operations.close();
+    app.log.info('closed');
   },
 });
 
