@@ -1,7 +1,7 @@
 import { notSignedIn, TesseraError } from './errors.ts';
 import { sessionIdOf } from './jwt.ts';
 import { walkPages } from './pagination.ts';
-import { type Call, type Fetch, send, type Transport } from './request.ts';
+import { atMost, type Call, type Fetch, send, type Transport } from './request.ts';
 import { guarded, isContextLocal, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
 import { createTokenKeeper } from './tokens.ts';
 import type {
@@ -106,6 +106,12 @@ export interface TesseraClient {
 
 const WALK_LIMIT = 100;
 
+/**
+ * How long a refresh waits for its answer: a minute, the time after which the usual proxies and load
+ * balancers give up on a request too, or `timeout` when longer (`0`: for ever).
+ */
+const refreshTimeout = (timeout: number) => (timeout > 0 ? Math.max(timeout, 60_000) : timeout);
+
 /** A client of the gateway at `baseUrl`; see the package README. */
 export function createClient({
   baseUrl,
@@ -121,11 +127,13 @@ export function createClient({
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,
     contextLocal: isContextLocal(storage),
     now,
-    // Never given up on: the server may have rotated the token already, and a client that threw
-    // the answer away would present the old one again after the reuse grace, ending the session.
+    // Waited for longer than other requests: the server may have rotated the token already, and a
+    // client that threw the answer away would present the old one again, after the reuse grace
+    // ending the session. But not for ever: an answer lost on the way would hold every call that
+    // needs a refresh, and the other tabs' lock, until the page is reloaded.
     exchange: (refreshToken) =>
       send<TokenPair>(
-        { ...transport, timeout: 0 },
+        { ...transport, timeout: refreshTimeout(timeout) },
         {
           method: 'POST',
           path: '/api/v1/auth/refresh-token',
@@ -145,13 +153,13 @@ export function createClient({
         ...(typeof call === 'function' ? call(held) : call),
         accessToken: held.accessToken,
       });
-    const held = await tokens.fresh();
+    const held = await atMost(timeout, tokens.fresh());
     if (held === null) throw notSignedIn();
     try {
       return await sent(held);
     } catch (error) {
       if (!(error instanceof TesseraError) || error.status !== 401) throw error;
-      const renewed = await tokens.refresh(held);
+      const renewed = await atMost(timeout, tokens.refresh(held));
       if (renewed === null) throw error;
       return sent(renewed);
     }
@@ -268,7 +276,7 @@ export function createClient({
     },
 
     async accessToken() {
-      return (await tokens.fresh())?.accessToken ?? null;
+      return (await atMost(timeout, tokens.fresh()))?.accessToken ?? null;
     },
     async isSignedIn() {
       return (await tokens.current()) !== null;

@@ -55,6 +55,26 @@ async function within<T>(timeout: number, exchange: (signal: unknown) => Promise
   }
 }
 
+const noAnswer = (cause: unknown) =>
+  new TesseraError({
+    status: 0,
+    messages: ['The server did not answer in time'],
+    isNetworkError: true,
+    cause,
+  });
+
+/**
+ * `promise`, or after `timeout` ms the error of a request that got no answer; `promise` goes on
+ * (a refresh the call was waiting for still stores its answer when it comes).
+ */
+export async function atMost<T>(timeout: number, promise: Promise<T>): Promise<T> {
+  try {
+    return await within(timeout, () => promise);
+  } catch (cause) {
+    throw cause instanceof Timeout ? noAnswer(cause) : cause;
+  }
+}
+
 export interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
@@ -122,14 +142,14 @@ export async function send<Data>({ baseUrl, fetch, now, timeout }: Transport, ca
       return [answer, await answer.text()] as const;
     });
   } catch (cause) {
-    throw new TesseraError({
-      status: 0,
-      messages: [
-        cause instanceof Timeout ? 'The server did not answer in time' : 'The server could not be reached',
-      ],
-      isNetworkError: true,
-      cause,
-    });
+    throw cause instanceof Timeout
+      ? noAnswer(cause)
+      : new TesseraError({
+          status: 0,
+          messages: ['The server could not be reached'],
+          isNetworkError: true,
+          cause,
+        });
   }
   const retryAfter = parseRetryAfter(response.headers.get('retry-after'), now());
   const envelope = parseJson(text);

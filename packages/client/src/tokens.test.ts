@@ -212,25 +212,25 @@ describe.each(LOCK_MODES)('one client, $title', ({ locks }) => {
     expect(changes.at(-1)).toBeNull();
   });
 
-  it('keeps the tokens when the refresh fails for another reason (offline)', async () => {
+  it.each([
+    ['offline', 0, 'The server could not be reached'],
+    // A proxy or firewall in the way: its page says nothing of the session.
+    ["a 401 that is not the gateway's", 401, 'The server answered HTTP 401 without a Tessera envelope'],
+  ])('keeps the tokens when the refresh fails for another reason (%s)', async (_, status, message) => {
     const server = refreshServer();
     const storage = memoryStorage();
-    const offline = new TesseraError({
-      status: 0,
-      messages: ['The server could not be reached'],
-      isNetworkError: true,
-    });
+    const failure = new TesseraError({ status, messages: [message], isNetworkError: true });
     const tokens = createTokenKeeper({
       storage,
       name: randomUUID(),
       now,
-      exchange: () => Promise.reject(offline),
+      exchange: () => Promise.reject(failure),
     });
     keepers.push(tokens);
     const held = await tokens.signIn(server.issue(), nowMs);
     nowMs += HOUR * 1000;
 
-    await expect(tokens.fresh()).rejects.toBe(offline);
+    await expect(tokens.fresh()).rejects.toBe(failure);
     expect(await storage.get()).toEqual(held);
   });
 });

@@ -134,7 +134,9 @@ export function createTokenKeeper({
     try {
       pair = await exchange(basis.refreshToken);
     } catch (error) {
-      if (!(error instanceof TesseraError) || error.status !== 401) throw error;
+      // Only the gateway's own 401 ends the session: a proxy's or a firewall's page (not an
+      // envelope) says nothing of it.
+      if (!(error instanceof TesseraError) || error.status !== 401 || error.isNetworkError) throw error;
       const current = await storage.get();
       if (current?.refreshToken !== basis.refreshToken) return current;
       await storage.clear();

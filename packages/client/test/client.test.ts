@@ -98,6 +98,33 @@ describe('@tessera/client against the gateway', () => {
     expect(await signedIn.users.me()).toMatchObject({ email: expect.stringMatching(/@example\.com$/) });
   });
 
+  it("fails a call after `timeout` while its refresh is held, and keeps that refresh's answer when it comes", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    onTestFinished(() => release());
+    const { fetch, count } = countingFetch();
+    const heldRefresh: Fetch = async (url, init) => {
+      if (new URL(url).pathname === '/api/v1/auth/refresh-token') await held;
+      return fetch(url, init);
+    };
+    const storage = memoryStorage();
+    const { tessera, changes } = client({ storage, fetch: heldRefresh, timeout: 200 });
+    const signedIn = await signIn(tessera, newEmail());
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    const timedOut = await failure(tessera.users.me());
+    expect(timedOut).toMatchObject({ status: 0, isNetworkError: true });
+    expect(timedOut.messages).toEqual(['The server did not answer in time']);
+
+    release();
+    await vi.waitFor(() => expect(changes).toHaveLength(2));
+    expect((await storage.get())?.refreshToken).not.toBe(signedIn.refreshToken);
+    expect((await tessera.users.me())._id).toBe(signedIn.user._id);
+    expect(count(REFRESH)).toBe(1);
+  });
+
   it('signs in with the emailed code, keeps the tokens and reports them', async () => {
     const { tessera, changes } = client();
     const email = newEmail();
