@@ -129,6 +129,14 @@ describe('loadConfig', () => {
     ).toBe('production');
   });
 
+  it('refuses two signing keys: a new key file beside the old key in the environment would be ignored', () => {
+    expect(() =>
+      loadConfig({ JWT_PRIVATE_KEY: 'old key', JWT_PRIVATE_KEY_FILE: '/keys/new-key.pem' }),
+    ).toThrowError(
+      'Invalid configuration: set JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, not both (the signing key is one of them)',
+    );
+  });
+
   it('reads MAIL_JOB_KEY as keys by id, the first sealing, and names a malformed one', () => {
     const { sealing, opening } = loadConfig({ MAIL_JOB_KEY: `k2:${'B'.repeat(43)}=,${MAIL_JOB_KEY}` }).mail
       .jobKeys;

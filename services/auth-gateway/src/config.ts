@@ -317,6 +317,12 @@ export type GatewayConfig = Readonly<
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = readConfig(GatewayConfigSchema, env);
   requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET'], ['MAIL_JOB_KEY']]);
+  // One would be ignored: a rotation that sets the other (a new key file beside the Secret's key)
+  // would go on signing with the old key, without a word.
+  if (config.jwt.privateKey !== undefined && config.jwt.privateKeyFile !== undefined)
+    throw new ConfigError(
+      'Invalid configuration: set JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, not both (the signing key is one of them)',
+    );
   // Blanks are no secret (36 of them pass the length); a trailing newline of a secret file is fine.
   if (config.otp.secret !== undefined && config.otp.secret.replaceAll(/\s/g, '').length < 32)
     throw new ConfigError(
