@@ -104,6 +104,7 @@ export async function buildApp(
 
   const services = createServices(config, {
     db: app.db,
+    schema: app.schemaState,
     redis: app.redis,
     mailQueue: app.mailQueue,
     queueRedis: app.mailQueueRedis,

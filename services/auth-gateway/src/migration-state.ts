@@ -1,3 +1,4 @@
+import { DependencyUnavailableError } from '@tessera/contracts';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { MIGRATIONS } from './database.generated.ts';
@@ -25,9 +26,11 @@ export async function missingMigrations(db: Kysely<Database>): Promise<string[] 
     const applied = new Set(rows.map((row) => row.name));
     return MIGRATIONS.filter((name) => !applied.has(name));
   } catch (error) {
-    if (!(error instanceof pg.DatabaseError)) throw error;
-    if (error.code === UNDEFINED_TABLE) return [...MIGRATIONS];
-    if (error.code === INSUFFICIENT_PRIVILEGE) return undefined;
+    // A missing table reaches here as "not now" (plugins/db.ts) while the schema is not known current.
+    const cause = error instanceof DependencyUnavailableError ? error.cause : error;
+    if (!(cause instanceof pg.DatabaseError)) throw error;
+    if (cause.code === UNDEFINED_TABLE) return [...MIGRATIONS];
+    if (cause.code === INSUFFICIENT_PRIVILEGE) return undefined;
     throw error;
   }
 }

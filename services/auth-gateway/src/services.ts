@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Database } from './database.ts';
-import { schemaState } from './migration-state.ts';
+import type { SchemaState } from './migration-state.ts';
 import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from './modules/email/email.queue.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
@@ -24,6 +24,8 @@ import { createUsers } from './modules/users/users.service.ts';
 
 export interface Clients {
   db: Kysely<Database>;
+  /** Whether Postgres has every migration of this code: readiness and the sweeps wait for it. */
+  schema: SchemaState;
   redis: RedisClient;
   mailQueue: Queue;
   /** The mail queue's own Redis connection. */
@@ -38,11 +40,9 @@ export type Services = ReturnType<typeof createServices>;
 /** The whole gateway: every service and store, built once from the configuration and the clients. */
 export function createServices(
   config: GatewayConfig,
-  { db, redis, mailQueue, queueRedis, keys, clock, log }: Clients,
+  { db, schema, redis, mailQueue, queueRedis, keys, clock, log }: Clients,
 ) {
   const securityLog = createSecurityLog(db, log);
-  // Whether Postgres has every migration of this code: readiness and the sweeps wait for it.
-  const schema = schemaState(db);
   const policies = { ...config.policies, consentFormVersion: config.policies.consentFormVersion ?? null };
   const tokens = createTokenService({
     ...keys,

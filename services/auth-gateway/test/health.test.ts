@@ -191,12 +191,21 @@ describe('on a database not migrated', () => {
         msg: expect.stringMatching(/^postgres schema is behind: run pnpm db:migrate\b/),
       });
       expect(warnings[0]).not.toHaveProperty('err');
+
+      // Traffic that reaches it all the same (no readiness in front): "not now", not a server error.
+      const email = 'early@example.com';
+      const { code } = body(await post(app, '/api/v1/auth/send-otp-email', { email })).data;
+      const early = await post(app, '/api/v1/auth/verify-otp-email', { email, code });
+      expect(early.statusCode).toBe(503);
+      expect(early.headers['retry-after']).toBe('5');
       expect(lines.filter((line) => Number(line.level) >= 50)).toEqual([]);
 
       await migrateToLatest(database.url);
       const after = await ready();
       expect(after.statusCode).toBe(200);
       expect(body(after).data).toEqual({ postgres: 'up', redis: 'up' });
+      // The code was given back: the user signs in with it once the schema is there.
+      expect((await post(app, '/api/v1/auth/verify-otp-email', { email, code })).statusCode).toBe(200);
     } finally {
       await app.close();
       await database.drop();

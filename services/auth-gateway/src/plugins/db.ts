@@ -4,11 +4,13 @@ import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../database.ts';
-import { warnIfSchemaBehind } from '../migration-state.ts';
+import { type SchemaState, schemaState, warnIfSchemaBehind } from '../migration-state.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     db: Kysely<Database>;
+    /** Whether Postgres has every migration of this code. */
+    schemaState: SchemaState;
   }
 }
 
@@ -16,10 +18,17 @@ declare module 'fastify' {
 // timeout, or an operator), the server shutting down, too many connections. Everything else the
 // server answers is about the query.
 const UNAVAILABLE_STATES = /^(08|57014$|57P0[123]$|53300$)/;
+// A table or column that is not there (undefined_table, undefined_column): also "not now" while the
+// schema is not yet known to have every migration of this code (a gateway started before them).
+const SCHEMA_STATES = /^(42P01|42703)$/;
 
 /** What the pool rejects with: an outage as DependencyUnavailableError, a query's own error as it is. */
-function classify(error: unknown): unknown {
-  if (error instanceof pg.DatabaseError && !UNAVAILABLE_STATES.test(error.code ?? '')) return error;
+function classify(error: unknown, schemaKnownCurrent: () => boolean): unknown {
+  if (error instanceof pg.DatabaseError) {
+    const code = error.code ?? '';
+    const notNow = UNAVAILABLE_STATES.test(code) || (SCHEMA_STATES.test(code) && !schemaKnownCurrent());
+    if (!notNow) return error;
+  }
   return new DependencyUnavailableError('postgres', { cause: error });
 }
 
@@ -44,7 +53,7 @@ const isStalePlan = (error: unknown) =>
 type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
 
 /** A pooled client that names its statements and classifies its failures; one per client, kept. */
-function preparingConnection(client: pg.PoolClient): Connection {
+function preparingConnection(client: pg.PoolClient, schemaKnownCurrent: () => boolean): Connection {
   const names = new Set<string>();
   let stale = false;
   return {
@@ -58,7 +67,7 @@ function preparingConnection(client: pg.PoolClient): Connection {
           stale = true;
           throw new DependencyUnavailableError('postgres', { cause: error });
         }
-        throw classify(error);
+        throw classify(error, schemaKnownCurrent);
       });
     }) as never,
     release: (destroy?: boolean) => client.release(destroy || stale),
@@ -69,7 +78,7 @@ function preparingConnection(client: pg.PoolClient): Connection {
  * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError.
  * Every statement is a named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
  */
-function classifyingPool(pool: pg.Pool): PostgresPool {
+function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): PostgresPool {
   const connections = new WeakMap<pg.PoolClient, Connection>();
   return {
     async connect() {
@@ -78,7 +87,7 @@ function classifyingPool(pool: pg.Pool): PostgresPool {
       });
       let connection = connections.get(client);
       if (connection === undefined) {
-        connection = preparingConnection(client);
+        connection = preparingConnection(client, schemaKnownCurrent);
         connections.set(client, connection);
       }
       return connection;
@@ -107,11 +116,13 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       idle_in_transaction_session_timeout: 60_000,
     });
     pool.on('error', (err) => app.log.warn({ err }, 'idle Postgres client lost'));
-    const db = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: classifyingPool(pool) }),
+    const db: Kysely<Database> = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent()) }),
       plugins: [new CamelCasePlugin()],
     });
+    const schema = schemaState(db);
     app.decorate('db', db);
+    app.decorate('schemaState', schema);
     // The pool, not Kysely: a request still running meets a closed pool, an outage like any other.
     app.addHook('onClose', async () => {
       if (!pool.ended) await pool.end();
