@@ -14,7 +14,7 @@ import { startTessera, type Tessera } from './tessera.ts';
 
 // Two mailers share a burst of code emails; one is killed with SIGKILL while every send of both is
 // waiting for the SMTP server's answer. The other takes over the killed one's jobs once their locks
-// run out, and every code is emailed exactly once.
+// run out: every code is emailed, and only those whose answer the killed mailer never heard twice.
 
 const LOCK_MS = 2000;
 const STALLED_INTERVAL_MS = 1000;
@@ -59,7 +59,7 @@ afterAll(async () => {
   await Promise.all([database?.drop(), sink?.close(), redis?.flush()]);
 });
 
-it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed once', {
+it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed, only those it was sending twice', {
   timeout: 30_000,
 }, async () => {
   const killed = tessera.startMailer();
@@ -98,7 +98,9 @@ it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed o
     delayed: 0,
     failed: 0,
   });
-  for (const email of PEOPLE) expect(emailed(email), email).toBe(1);
+  // The server had taken the messages the killed mailer was waiting on: those went out again.
+  const resent = new Set(recovered.map(({ to }) => to));
+  for (const email of PEOPLE) expect(emailed(email), email).toBe(resent.has(email) ? 2 : 1);
   console.info(
     `mailer SIGKILL: ${recovered.length} jobs taken over after ${recovered.map(({ at }) => at - killedAt).join(', ')} ms`,
   );

@@ -56,7 +56,6 @@ export async function startSmtpSink({
     return Object.assign(new Error('Refused'), { responseCode: failures.code });
   };
   let inFlight = 0;
-  const gone = new Set<string>();
 
   const server = new SMTPServer({
     authOptional: true,
@@ -64,9 +63,6 @@ export async function startSmtpSink({
     logger: false,
     // Closing hangs up on connections a client keeps open (a mailer's pool), like a server going away.
     closeTimeout: 200,
-    onClose(session) {
-      gone.add(session.id);
-    },
     onMailFrom(_address, _session, callback) {
       callback(failure('MAIL FROM'));
     },
@@ -79,8 +75,8 @@ export async function startSmtpSink({
       });
       const answer = () => {
         inFlight -= 1;
-        // A client killed while it waited never learnt of the acceptance: for it, nothing was sent.
-        if (gone.has(session.id)) return callback(new Error('Client gone'));
+        // Once its data has ended, a message is the server's, as with a real one (RFC 5321 §6.1):
+        // a client killed while it waited for the answer never learns that, and may send it again.
         const refused = failure('DATA');
         if (refused) return callback(refused);
         PostalMime.parse(Buffer.concat(chunks)).then(
