@@ -60,3 +60,24 @@ it("decides a request's sampling itself, whatever its caller's traceparent says"
     SamplingDecision.RECORD_AND_SAMPLED,
   );
 });
+
+it.each(['always_on', 'always_off', 'traceidratio'])(
+  'under %s, records a trace whole or not at all: every span inside it follows its parent',
+  (name) => {
+    process.env.OTEL_TRACES_SAMPLER = name;
+    // A ratio of a half, and trace ids it samples and does not: a child must not be drawn again.
+    process.env.OTEL_TRACES_SAMPLER_ARG = '0.5';
+    const parent = (traceId: string, traceFlags: TraceFlags, isRemote = false) =>
+      trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'b'.repeat(16), traceFlags, isRemote });
+    for (const traceId of ['1'.padStart(32, '0'), 'f'.repeat(32)]) {
+      const child = (flags: TraceFlags, kind = SpanKind.CLIENT, isRemote = false) =>
+        sampler().shouldSample(parent(traceId, flags, isRemote), traceId, 'SELECT users', kind, {}, [])
+          .decision;
+      expect(child(TraceFlags.SAMPLED)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+      expect(child(TraceFlags.NONE)).toBe(SamplingDecision.NOT_RECORD);
+      // The mailer's work on a job the gateway queued, in the gateway's trace.
+      expect(child(TraceFlags.SAMPLED, SpanKind.CONSUMER, true)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+      expect(child(TraceFlags.NONE, SpanKind.CONSUMER, true)).toBe(SamplingDecision.NOT_RECORD);
+    }
+  },
+);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isSpanContextValid, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -17,24 +17,26 @@ import {
 const HOUSEKEEPING = /^(moveStalledJobsToWait|startStalledCheckTimer|extendLocks|close) /;
 
 /**
- * The sampler OTEL_TRACES_SAMPLER names, with two exceptions:
- * - a trace that BullMQ's upkeep would start is not recorded: its spans and, under the parent-based
- *   samplers (the default), their children;
+ * The sampler OTEL_TRACES_SAMPLER names decides whether a trace is recorded, when it starts:
+ * - a trace that BullMQ's upkeep would start is not recorded;
  * - a request keeps its caller's trace id (`traceparent`), but whether it is recorded is decided
  *   here as for a new trace, on a trace id the caller did not choose: a client is anyone on the
  *   internet, and its sampled flag (or a trace id picked to pass a ratio) would let it keep its
  *   requests out of the traces, or force every one of them in.
- * Jobs (`add`, `process`) and everything inside a request's or a job's trace follow their parent.
+ * Everything inside a request's or a job's trace (the queued job and the mailer's work on it
+ * included) follows its parent, whatever the sampler: a trace is recorded whole or not at all.
  */
 export function sampler(): Sampler {
   const configured = configuredSampler();
   return {
     shouldSample(context, traceId, name, kind, attributes, links) {
       const parent = trace.getSpanContext(context);
-      const root = parent === undefined || !isSpanContextValid(parent);
-      if (root && kind === SpanKind.INTERNAL && HOUSEKEEPING.test(name))
-        return { decision: SamplingDecision.NOT_RECORD };
-      if (!root && parent.isRemote && kind === SpanKind.SERVER)
+      if (parent === undefined || !isSpanContextValid(parent)) {
+        if (kind === SpanKind.INTERNAL && HOUSEKEEPING.test(name))
+          return { decision: SamplingDecision.NOT_RECORD };
+        return configured.shouldSample(context, traceId, name, kind, attributes, links);
+      }
+      if (parent.isRemote && kind === SpanKind.SERVER)
         return configured.shouldSample(
           ROOT_CONTEXT,
           randomBytes(16).toString('hex'),
@@ -43,9 +45,14 @@ export function sampler(): Sampler {
           attributes,
           links,
         );
-      return configured.shouldSample(context, traceId, name, kind, attributes, links);
+      return {
+        decision:
+          parent.traceFlags & TraceFlags.SAMPLED
+            ? SamplingDecision.RECORD_AND_SAMPLED
+            : SamplingDecision.NOT_RECORD,
+      };
     },
-    toString: () => `WithoutBullMQHousekeeping{${configured}}`,
+    toString: () => `WholeTraces{${configured}}`,
   };
 }
 
