@@ -43,7 +43,8 @@ export function App({ tessera, onSessionChange }: { tessera: Tessera; onSessionC
         setScreen((current) => (current.name === 'loading' ? current : LOADING));
       },
       sessionEnded(error) {
-        if (!isFailure(error) || error.status !== 401) return false;
+        // The API's own 401, not a proxy's page (a network error with that status).
+        if (!isFailure(error) || error.status !== 401 || error.isNetworkError) return false;
         void tessera.signOutLocally();
         setScreen({ name: 'sign-in', notice: endedNotice() });
         return true;

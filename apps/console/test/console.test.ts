@@ -971,6 +971,36 @@ describe('account', () => {
       .toMatch(/401/);
   });
 
+  it('stays signed in when a proxy in the way, not the API, answers 401', async () => {
+    const person = await registeredPerson('Mary', 'Jackson');
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Mary Jackson' }).waitFor();
+
+    const profileRoute = (url: URL) => url.pathname === '/api/v1/users/me';
+    await page.route(profileRoute, (route) =>
+      route.request().method() === 'PATCH'
+        ? route.fulfill({
+            status: 401,
+            contentType: 'text/html',
+            body: '<h1>401 Authorization Required</h1>',
+          })
+        : route.fallback(),
+    );
+    const profile = page.getByRole('region', { name: 'Profile' });
+    await profile.getByRole('textbox', { name: 'Bio' }).fill('Trajectories, by hand.');
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await profile
+      .getByRole('alert')
+      .filter({ hasText: 'Cannot reach the server. Check your connection and try again.' })
+      .waitFor();
+    expect(await page.getByRole('heading', { level: 1, name: 'Mary Jackson' }).isVisible()).toBe(true);
+
+    await page.unroute(profileRoute);
+    await profile.getByRole('button', { name: 'Save' }).click();
+    await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+  });
+
   it('tells a person whose account was erased as scheduled that it was, not that a device signed them out', async () => {
     const ada = await registeredPerson('Ada', 'Yonath');
     const { _id: id } = await api('GET', '/api/v1/users/me', undefined, ada.accessToken);
