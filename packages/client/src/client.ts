@@ -36,8 +36,9 @@ export interface ClientOptions {
   /** Milliseconds since the epoch (`Date.now`); tests move it to expire tokens. */
   now?: () => number;
   /**
-   * Milliseconds a request may take before it fails as a network error (status 0); 30 s when absent,
-   * 0 waits for ever. A refresh of the tokens always waits for its answer.
+   * Milliseconds a call may wait for each request it makes, and for a refresh of the tokens it
+   * needs, before it fails as a network error (status 0); 30 s when absent, 0 waits for ever. A
+   * refresh a call gave up on goes on, and its answer is kept.
    */
   timeout?: number;
 }
@@ -107,10 +108,10 @@ export interface TesseraClient {
 const WALK_LIMIT = 100;
 
 /**
- * How long a refresh waits for its answer: a minute, the time after which the usual proxies and load
- * balancers give up on a request too, or `timeout` when longer (`0`: for ever).
+ * How long one attempt of a refresh waits for its answer. A second attempt follows at once when
+ * none came: both fit in the server's REFRESH_REUSE_GRACE (10 s by default).
  */
-const refreshTimeout = (timeout: number) => (timeout > 0 ? Math.max(timeout, 60_000) : timeout);
+const REFRESH_ATTEMPT_MS = 5_000;
 
 /** A client of the gateway at `baseUrl`; see the package README. */
 export function createClient({
@@ -127,20 +128,25 @@ export function createClient({
     name: `tessera-client:${transport.baseUrl}:${storage.key}`,
     contextLocal: isContextLocal(storage),
     now,
-    // Waited for longer than other requests: the server may have rotated the token already, and a
-    // client that threw the answer away would present the old one again, after the reuse grace
-    // ending the session. But not for ever: an answer lost on the way would hold every call that
-    // needs a refresh, and the other tabs' lock, until the page is reloaded.
-    exchange: (refreshToken) =>
-      send<TokenPair>(
-        { ...transport, timeout: refreshTimeout(timeout) },
-        {
-          method: 'POST',
-          path: '/api/v1/auth/refresh-token',
-          body: { refreshToken },
-        },
-      ),
     onChange: onSessionChange,
+    // A refresh whose answer did not come (lost on the way, or the connection failed) is asked again
+    // at once with the same token: if the server rotated it, it answers the same pair within its
+    // reuse grace, where a later call would present a spent token and end the session. Waiting
+    // instead, an answer lost for good would hold every call that needs a refresh, and the other
+    // tabs' lock, until the page is reloaded. Only a `timeout` of 0 waits for ever.
+    async exchange(refreshToken) {
+      const attempt = () =>
+        send<TokenPair>(
+          { ...transport, timeout: Number.isFinite(timeout) && timeout > 0 ? REFRESH_ATTEMPT_MS : 0 },
+          { method: 'POST', path: '/api/v1/auth/refresh-token', body: { refreshToken } },
+        );
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!(error instanceof TesseraError) || error.status !== 0) throw error;
+        return attempt();
+      }
+    },
   });
 
   /**
@@ -210,7 +216,7 @@ export function createClient({
       async refresh() {
         const held = await tokens.current();
         if (held === null) throw notSignedIn();
-        const renewed = await tokens.refresh(held);
+        const renewed = await atMost(timeout, tokens.refresh(held));
         if (renewed === null) throw notSignedIn();
         return renewed;
       },

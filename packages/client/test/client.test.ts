@@ -80,10 +80,10 @@ describe('@tessera/client against the gateway', () => {
     return { tessera, changes, count: counting.count };
   }
 
-  it('waits for a refresh longer than `timeout`: its answer holds the only working token', async () => {
+  it('gives up waiting for a refresh after `timeout`, and keeps its answer, the only working token, when it comes', async () => {
     const storage = memoryStorage();
     const { tessera: signedIn } = client({ storage });
-    await signIn(signedIn, newEmail());
+    const { refreshToken } = await signIn(signedIn, newEmail());
     // On the same tokens, a client whose calls time out sooner than its refresh reaches the server.
     const slowRefresh: Fetch = async (url, init) => {
       if (new URL(url).pathname === '/api/v1/auth/refresh-token')
@@ -92,10 +92,31 @@ describe('@tessera/client against the gateway', () => {
     };
     const { tessera } = client({ storage, fetch: slowRefresh, timeout: 100 });
 
-    const refreshed = await tessera.auth.refresh();
+    expect(await failure(tessera.auth.refresh())).toMatchObject({ status: 0, isNetworkError: true });
 
-    expect((await storage.get())?.refreshToken).toBe(refreshed.refreshToken);
+    await vi.waitFor(async () => expect((await storage.get())?.refreshToken).not.toBe(refreshToken));
     expect(await signedIn.users.me()).toMatchObject({ email: expect.stringMatching(/@example\.com$/) });
+  });
+
+  it('asks again at once for a refresh whose answer was lost, and gets the same pair: the session lives on', async () => {
+    let lost = 0;
+    const { fetch, count } = countingFetch();
+    // The gateway rotates the token, and its answer never comes back.
+    const losingFirstAnswer: Fetch = async (url, init) => {
+      const answer = await fetch(url, init);
+      if (new URL(url).pathname === '/api/v1/auth/refresh-token' && lost++ === 0)
+        return new Promise(() => {});
+      return answer;
+    };
+    const { tessera, changes } = client({ fetch: losingFirstAnswer });
+    const signedIn = await signIn(tessera, newEmail());
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+
+    expect((await tessera.users.me())._id).toBe(signedIn.user._id);
+    expect(count(REFRESH)).toBe(2);
+    expect(changes.at(-1)).not.toBeNull();
+    const events = await tessera.securityEvents.list();
+    expect(events.list.map((event) => event.type)).not.toContain('refresh_reuse');
   });
 
   it("fails a call after `timeout` while its refresh is held, and keeps that refresh's answer when it comes", async () => {
