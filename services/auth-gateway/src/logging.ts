@@ -23,14 +23,7 @@ export function loggerOptions(
     // data holds a code. Nor a Postgres error's detail and context, which quote the values of the
     // row or key at fault ("Failing row contains (…, ana@example.com, …)"). Only errors are
     // redacted, since redacting costs on every line it applies to.
-    redact: [
-      'err.command',
-      'err.cause.command',
-      'err.detail',
-      'err.where',
-      'err.cause.detail',
-      'err.cause.where',
-    ],
+    redact: ['err.command', 'err.cause.command', 'err.detail', 'err.where'],
     // A request is its method, path, and client address: never its body or headers (credentials),
     // nor its query string (the client's to fill, with whatever it likes).
     serializers: {

@@ -115,7 +115,13 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       // row locks with it, instead of holding up every request that needs those rows.
       idle_in_transaction_session_timeout: 60_000,
     });
-    pool.on('error', (err) => app.log.warn({ err }, 'idle Postgres client lost'));
+    // One short line: the error carries its whole pg client.
+    pool.on('error', (err) =>
+      app.log.warn(
+        { reason: err.message, code: (err as { code?: unknown }).code },
+        'idle Postgres client lost',
+      ),
+    );
     const db: Kysely<Database> = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent()) }),
       plugins: [new CamelCasePlugin()],

@@ -26,6 +26,16 @@ export interface ErrorHandlerOptions {
   clock: Clock;
 }
 
+/**
+ * An outage's cause in two short fields: its message (those of a connection attempt to each of a
+ * host's addresses, whose own message is empty) and its code (ECONNREFUSED, a SQLSTATE).
+ */
+function causeOf({ cause }: DependencyUnavailableError): { reason?: string; code?: unknown } {
+  if (!(cause instanceof Error)) return {};
+  const attempts = cause instanceof AggregateError ? cause.errors.map((each) => String(each?.message)) : [];
+  return { reason: cause.message || attempts.join('; '), code: (cause as { code?: unknown }).code };
+}
+
 /** The catalog error that an error becomes, and what is logged of it. */
 function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayError {
   if (error instanceof GatewayError) return error;
@@ -47,8 +57,7 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
   if (error instanceof DependencyUnavailableError) {
     // One short line: an outage fails every request that meets it, and its connection's own
     // warning already tells the outage (a stack each would be ~3 KB of log per request).
-    const reason = error.cause instanceof Error ? error.cause.message : undefined;
-    request.log.warn({ reason }, `${error.dependency} unavailable`);
+    request.log.warn(causeOf(error), `${error.dependency} unavailable`);
     return new GatewayError('DEPENDENCY_UNAVAILABLE');
   }
   request.log.error({ err: error }, 'unhandled error');
@@ -101,10 +110,7 @@ export function frameworkErrors({ appEnv, clock }: ErrorHandlerOptions) {
     const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
     send(reply, clock, Object.assign(new GatewayError('BAD_REQUEST'), { statusCode: status }));
     // Nor does the request's log line: the id the client got must be found in the logs.
-    request.log.info(
-      { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 10) / 10 },
-      'request completed',
-    );
+    request.log.info({ req: request, res: reply }, 'request completed');
     return reply;
   };
 }
