@@ -667,6 +667,53 @@ describe('finalization', () => {
     expect((await userRow(app, ann.user._id)).accountDeletionStatus).toBe('finalized');
   });
 
+  it('leaves no address or user agent on the account from a wrong code sent while it was erased', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const email = 'bea@example.com';
+    const bea = await signIn(app, email);
+    expect((await requestDeletion(app, bea.accessToken)).statusCode).toBe(200);
+    const { code } = body(await post(app, '/api/v1/auth/send-otp-email', { email })).data;
+    clock.advance(GRACE);
+
+    // The sweep held up halfway (her session's row taken by another transaction), a wrong code
+    // for her address arrives: its event must not land on the erased account with where it came from.
+    const waiting = (count: number) => async () => {
+      const { rows } = await sql<{ waiting: number }>`
+        select count(*)::int as waiting from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'`.execute(app.db);
+      return (rows[0]?.waiting ?? 0) >= count ? true : undefined;
+    };
+    const { sweeping, guessing } = await app.db.transaction().execute(async (holder) => {
+      await holder
+        .selectFrom('sessions')
+        .select('id')
+        .where('userId', '=', bea.user._id)
+        .forUpdate()
+        .execute();
+      const sweep = sweeper(app, clock).finalizeDue(10);
+      await eventually(waiting(1), 'the sweep to wait for her session');
+      const wrong = code === '0000' ? '1111' : '0000';
+      const guess = post(
+        app,
+        '/api/v1/auth/verify-otp-email',
+        { email, code: wrong },
+        { 'user-agent': 'Guesser/1' },
+      );
+      await eventually(waiting(2), "the wrong code's event to wait for the sweep");
+      return { sweeping: sweep, guessing: guess };
+    });
+
+    expect(await sweeping).toEqual([bea.user._id]);
+    expect((await guessing).statusCode).toBe(400);
+    const traces = await app.db
+      .selectFrom('securityEvents')
+      .select(['userId', 'ipAddress', 'userAgent'])
+      .where('userAgent', '=', 'Guesser/1')
+      .execute();
+    expect(traces).toEqual([{ userId: null, ipAddress: expect.any(String), userAgent: 'Guesser/1' }]);
+  });
+
   it('happens exactly once when several gateways sweep at the same time', async () => {
     const clock = manualClock(new Date(START));
     const shared = await deployment();

@@ -30,7 +30,9 @@ const insertEventOfEmail = prepareQuery(
   (db: Kysely<Database>, $: Omit<EventRow, 'userId'> & { email: string }) =>
     db.insertInto('securityEvents').values({
       type: $.type,
-      userId: (eb) => eb.selectFrom('users').select('id').where('email', '=', $.email),
+      // Locked: an account being erased meanwhile is read once erased (its address gone), so that
+      // the event, with where it came from, does not land on it after its events were anonymized.
+      userId: (eb) => eb.selectFrom('users').select('id').where('email', '=', $.email).forKeyShare(),
       sessionId: $.sessionId,
       ipAddress: $.ipAddress,
       userAgent: $.userAgent,
