@@ -110,6 +110,12 @@ export function createAccountDeletion({
       });
       accountDeletions.add(1, { transition: 'cancelled' });
       log.info({ userId }, 'account deletion cancelled');
+      // The notice of the deletion, if still queued (waiting for a retry through an SMTP outage),
+      // would arrive after this one and say the opposite.
+      if (user.accountDeletionRequestedAt)
+        await emails
+          .withdraw(deletionScheduledJobId(userId, user.accountDeletionRequestedAt))
+          .catch((err: unknown) => log.error({ err, userId }, 'could not withdraw the deletion notice'));
       await notify(
         DELETION_CANCELLED_JOB,
         { to: user.email, cancelledAt: now.toISOString() },

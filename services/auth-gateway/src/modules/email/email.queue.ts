@@ -14,5 +14,9 @@ export function createEmailQueue(queue: Queue) {
     async add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string): Promise<void> {
       await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
     },
+    /** Takes a job back while it waits (to be sent, or to be retried); one being sent stays. */
+    async withdraw(jobId: string): Promise<void> {
+      await queue.remove(jobId);
+    },
   };
 }
