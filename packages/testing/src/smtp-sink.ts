@@ -24,9 +24,10 @@ export interface SmtpSink {
   inFlight(): number;
   /**
    * Answers the next `count` messages with a failure: temporary (451) by default, as a flaky server
-   * would; refusing their content (`DATA`, the default) or their sender (`MAIL FROM`).
+   * would; refusing their content (`DATA`, the default), their sender (`MAIL FROM`) or their
+   * recipient (`RCPT TO`), with `text` after the code (`Refused`).
    */
-  failNext(count: number, code?: number, command?: 'DATA' | 'MAIL FROM'): void;
+  failNext(count: number, code?: number, command?: 'DATA' | 'MAIL FROM' | 'RCPT TO', text?: string): void;
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
 }
@@ -48,12 +49,12 @@ export async function startSmtpSink({
 }: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
-  let failures = { count: 0, code: 451, command: 'DATA' };
+  let failures = { count: 0, code: 451, command: 'DATA', text: 'Refused' };
   /** The failure to answer `command` with, if one is due (then counted). */
   const failure = (command: string) => {
     if (failures.count === 0 || failures.command !== command) return null;
     failures = { ...failures, count: failures.count - 1 };
-    return Object.assign(new Error('Refused'), { responseCode: failures.code });
+    return Object.assign(new Error(failures.text), { responseCode: failures.code });
   };
   let inFlight = 0;
 
@@ -65,6 +66,9 @@ export async function startSmtpSink({
     closeTimeout: 200,
     onMailFrom(_address, _session, callback) {
       callback(failure('MAIL FROM'));
+    },
+    onRcptTo(_address, _session, callback) {
+      callback(failure('RCPT TO'));
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -112,8 +116,8 @@ export async function startSmtpSink({
     url: `smtp://127.0.0.1:${port}${starttls ? '/?tls.rejectUnauthorized=false' : ''}`,
     messages,
     inFlight: () => inFlight,
-    failNext(count, code = 451, command = 'DATA') {
-      failures = { count, code, command };
+    failNext(count, code = 451, command = 'DATA', text = 'Refused') {
+      failures = { count, code, command, text };
     },
     waitFor(predicate, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {

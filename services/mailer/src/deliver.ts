@@ -1,5 +1,6 @@
 import type { MailJobKeys } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
+import { maskAddresses } from './mask.ts';
 import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
 
@@ -20,21 +21,30 @@ export interface SendContext {
 
 // The SMTP commands whose refusal is about this message: its recipient, or its content.
 const OF_THE_MESSAGE = new Set(['RCPT TO', 'DATA']);
+// An enhanced status of security or policy (RFC 3463 5.7.x): to a recipient, the relay refusing to
+// relay for the mailer ("5.7.1 Relay access denied", a login it wants), not the recipient.
+const POLICY = /^\d{3}[ -]5\.7\.\d{1,3}\b/;
 
 /**
  * Sends one email of a job. An SMTP 5xx to the message itself (no such mailbox, content refused)
- * will not get better: the job fails for good instead of being retried. Anything else is thrown as
- * it is, for BullMQ to retry until the email's deadline: also a 5xx to the login (`AUTH`) or to the
- * sender (`MAIL FROM`), which is the mailer's configuration, for its operator to fix meanwhile.
+ * will not get better: the job fails for good instead of being retried, its reason the server's
+ * reply (addresses masked). Anything else is thrown as it is, for BullMQ to retry until the email's
+ * deadline: also a 5xx to the login (`AUTH`), to the sender (`MAIL FROM`) or, on policy, to a
+ * recipient, which are the mailer's configuration, for its operator to fix meanwhile.
  */
 export async function deliver(transport: MailTransport, email: Email): Promise<void> {
   try {
     await transport.send(email);
   } catch (error) {
-    const { responseCode, command } = error as { responseCode?: number; command?: string };
-    if (responseCode !== undefined && responseCode >= 500 && OF_THE_MESSAGE.has(command ?? '')) {
-      throw new UnrecoverableError(`SMTP rejected the message permanently (${responseCode})`);
-    }
+    const { responseCode, command, response } = error as {
+      responseCode?: number;
+      command?: string;
+      response?: unknown;
+    };
+    const reply = typeof response === 'string' ? response : String(responseCode);
+    const ofTheMessage = OF_THE_MESSAGE.has(command ?? '') && !(command === 'RCPT TO' && POLICY.test(reply));
+    if (responseCode !== undefined && responseCode >= 500 && ofTheMessage)
+      throw new UnrecoverableError(`SMTP rejected the message permanently: ${maskAddresses(reply)}`);
     throw error;
   }
 }

@@ -98,7 +98,7 @@ beforeAll(async () => {
   const rejecting = new Worker(
     EMAIL_QUEUE,
     async () => {
-      throw new UnrecoverableError('SMTP rejected the message permanently (550)');
+      throw new UnrecoverableError('SMTP rejected the message permanently: 550 Refused');
     },
     { connection: { url: redis.url }, prefix: redis.bullmqPrefix },
   );
@@ -155,7 +155,7 @@ describe('queue:status', () => {
     expect(status.lastFailures).toContainEqual({
       id: jobId(3),
       attemptsMade: 1,
-      failedReason: 'SMTP rejected the message permanently (550)',
+      failedReason: 'SMTP rejected the message permanently: 550 Refused',
       finishedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       to: 'c***@example.com',
     });

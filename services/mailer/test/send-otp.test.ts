@@ -369,7 +369,7 @@ describe('send-otp jobs', () => {
       expiresAt: email.expiresAt,
       sealedCode: REDACTED_CODE,
     });
-    expect(retained.failedReason).toBe('SMTP rejected the message permanently (550)');
+    expect(retained.failedReason).toBe('SMTP rejected the message permanently: 550 Refused');
     expect(mentionsCode(await everythingStoredInRedis(), '8364')).toBe(false);
   });
 
@@ -383,6 +383,19 @@ describe('send-otp jobs', () => {
     expect(result.job.attemptsMade).toBe(3);
     expect(mailsTo('frank@example.com').map((mail) => mail.subject)).toEqual([
       '6382 is your Tessera sign-in code',
+    ]);
+    expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
+  });
+
+  it('retries a recipient the relay refuses on policy (5.7.x), which is its configuration, and delivers once', async () => {
+    // "Relay access denied": the relay wants a login, or this sender, before it takes any recipient.
+    sink.failNext(2, 554, 'RCPT TO', '5.7.1 Relay access denied');
+    const { jobId, outcome } = await send({ to: 'gwen@example.com', code: '5163', expiresAt: inMinutes(5) });
+
+    const result = await outcome;
+    expect(result.state).toBe('completed');
+    expect(mailsTo('gwen@example.com').map((mail) => mail.subject)).toEqual([
+      '5163 is your Tessera sign-in code',
     ]);
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
@@ -509,7 +522,7 @@ describe('logs', () => {
         msg: 'send-otp failed',
         jobId: rejected.jobId,
         final: true,
-        reason: 'SMTP rejected the message permanently (550)',
+        reason: 'SMTP rejected the message permanently: 550 Refused',
       }),
     );
 
