@@ -42,9 +42,12 @@ const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;
 /** Text as HTML shows it (a sender named `Smith & Sons`). */
 export const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => ENTITIES[char] ?? char);
 
-/** An email's HTML body: in English, as its text says, titled, around `body` (HTML already). */
+/**
+ * An email's HTML body: in English, as its text says, titled, around `body` (HTML already), as wide
+ * as a phone's screen where the client honours it (not laid out 980 px wide and shrunk).
+ */
 export const htmlEmail = (title: string, body: string) =>
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head>
 <body style="font-family:sans-serif">
 ${body}
 </body></html>`;

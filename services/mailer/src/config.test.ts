@@ -69,6 +69,31 @@ describe('loadConfig', () => {
       expect(loadConfig({ MAIL_FROM: from }).smtp.from).toBe(from);
   });
 
+  it('refuses a MAIL_FROM that mail servers or nodemailer would read otherwise than written', () => {
+    for (const [from, problem] of [
+      ['Acme\r\nBcc: x@evil.example <a@acme.example>', 'must not hold control characters (a line break)'],
+      ['Acme: Accounts <no-reply@acme.example>', 'must be one address'],
+      [
+        'Acme (EU) <no-reply@acme.example>',
+        'must quote a display name that holds ( ) , : ; or ": "Acme (EU)" <no-reply@acme.example>',
+      ],
+      [
+        'Acme; Inc <no-reply@acme.example>',
+        'must quote a display name that holds ( ) , : ; or ": "Acme; Inc" <no-reply@acme.example>',
+      ],
+      ['Ünï <ü@acme.example>', 'must have an address whose part before the @ is ASCII'],
+    ])
+      expect(startupError({ MAIL_FROM: from }), from).toBe(`Invalid configuration: MAIL_FROM ${problem}`);
+    for (const from of [
+      '"Acme: Accounts" <no-reply@acme.example>',
+      '"Acme (EU)" <no-reply@acme.example>',
+      'Açaí Café <no-reply@acme.example>',
+      "O'Brien <no-reply@acme.example>",
+      'no-reply@bücher.example',
+    ])
+      expect(loadConfig({ MAIL_FROM: from }).smtp.from).toBe(from);
+  });
+
   it('names an operations knob out of range', () => {
     expect(startupError({ MAILER_RATE_LIMIT: '-1' })).toMatch(/^Invalid configuration: MAILER_RATE_LIMIT /);
     expect(startupError({ SHUTDOWN_TIMEOUT: '0' })).toMatch(/^Invalid configuration: SHUTDOWN_TIMEOUT /);

@@ -9,6 +9,7 @@ import {
   variable,
 } from '@tessera/config';
 import { type MailJobKeys, parseMailJobKeys } from '@tessera/contracts';
+import addressparser from 'nodemailer/lib/addressparser';
 import { type Static, Type } from 'typebox';
 
 const queue = Type.Object({
@@ -139,6 +140,25 @@ export type MailerConfig = Readonly<Omit<Env, 'mailJobKey'> & { mailJobKeys: Mai
 // `address@example.com`, or `Name <address@example.com>`.
 const SENDER = /^(?:[^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/;
 
+/**
+ * What is wrong with a MAIL_FROM the pattern above takes, as nodemailer will read it: a control
+ * character (a line break), a display name it reads otherwise than written (`Acme: Accounts`, a
+ * group; `Acme (EU)`, whose comment goes), or a local part outside ASCII, which a server without
+ * SMTPUTF8 refuses. Undefined when it is fine.
+ */
+function senderProblem(from: string): string | undefined {
+  if (/\p{Cc}/u.test(from)) return 'must not hold control characters (a line break)';
+  const [sender, ...more] = addressparser(from);
+  if (sender === undefined || more.length > 0 || 'group' in sender) return 'must be one address';
+  const written = from.includes('<') ? from.slice(0, from.lastIndexOf('<')).trim() : '';
+  const name = /^".*"$/.test(written) ? written.slice(1, -1).replaceAll(/\\(.)/g, '$1') : written;
+  if (sender.name !== name)
+    return `must quote a display name that holds ( ) , : ; or ": "${name}" <${sender.address}>`;
+  if (/[^\x21-\x7e]/.test(sender.address.slice(0, sender.address.lastIndexOf('@'))))
+    return 'must have an address whose part before the @ is ASCII';
+  return undefined;
+}
+
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   const { mailJobKey, ...config } = readConfig(MailerConfigSchema, env);
@@ -151,6 +171,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
     throw new ConfigError(
       'Invalid configuration: MAIL_FROM must be an address, such as `Tessera <no-reply@example.com>` or `no-reply@example.com`',
     );
+  const problem = senderProblem(config.smtp.from.trim());
+  if (problem) throw new ConfigError(`Invalid configuration: MAIL_FROM ${problem}`);
   return Object.freeze({ ...config, mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey)) });
 }
 

@@ -15,6 +15,8 @@ describe('composeOtpEmail', () => {
     expect(email.subject).toBe('4826 is your Acme sign-in code');
     expect(email.text).toMatch(/^Your Acme sign-in code is 4826\n/);
     expect(email.html).toMatch(/<p[^>]*>4826<\/p>/);
+    // Read on a phone at the phone's width.
+    expect(email.html).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
     for (const body of [email.text, email.html])
       expect(body).toContain('nobody from Acme will ever ask you for it');
   });
