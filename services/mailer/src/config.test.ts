@@ -72,7 +72,10 @@ describe('loadConfig', () => {
   it('refuses a MAIL_FROM that mail servers or nodemailer would read otherwise than written', () => {
     for (const [from, problem] of [
       ['Acme\r\nBcc: x@evil.example <a@acme.example>', 'must not hold control characters (a line break)'],
-      ['Acme: Accounts <no-reply@acme.example>', 'must be one address'],
+      [
+        'Acme: Accounts <no-reply@acme.example>',
+        'must quote a display name that holds ( ) , : ; or ": "Acme: Accounts" <no-reply@acme.example>',
+      ],
       [
         'Acme (EU) <no-reply@acme.example>',
         'must quote a display name that holds ( ) , : ; or ": "Acme (EU)" <no-reply@acme.example>',

@@ -148,8 +148,9 @@ const SENDER = /^(?:[^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/;
  */
 function senderProblem(from: string): string | undefined {
   if (/\p{Cc}/u.test(from)) return 'must not hold control characters (a line break)';
-  const [sender, ...more] = addressparser(from);
-  if (sender === undefined || more.length > 0 || 'group' in sender) return 'must be one address';
+  // Flattened: `Acme: Accounts <…>` is a group named Acme, of one member named Accounts.
+  const [sender, ...more] = addressparser(from, { flatten: true });
+  if (sender === undefined || more.length > 0) return 'must be one address';
   const written = from.includes('<') ? from.slice(0, from.lastIndexOf('<')).trim() : '';
   const name = /^".*"$/.test(written) ? written.slice(1, -1).replaceAll(/\\(.)/g, '$1') : written;
   if (sender.name !== name)
