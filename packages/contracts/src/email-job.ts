@@ -76,6 +76,23 @@ export function deletionCancelledJobId(userId: string, cancelledAt: Date): strin
   return `deletion-cancelled-${userId}-${cancelledAt.getTime()}`;
 }
 
+/**
+ * How long an account notice (deletion scheduled or cancelled) is retried: a day covers an SMTP
+ * outage of a night, and a notice much later than its event would confuse more than it informs.
+ */
+export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
+
+/**
+ * The key (beside the queue's, in its cluster slot) holding the job id of a user's newest deletion
+ * notice. An older one still queued, through an SMTP outage, would tell a state that no longer
+ * holds (deleted after a cancellation, or the reverse): the mailer does not send it.
+ */
+export const newestNoticeKey = (prefix: string, userId: string) =>
+  `${prefix}:${EMAIL_QUEUE}:newest-notice:${userId}`;
+
+/** The user whose deletion notice a job id names; undefined for other jobs. */
+export const noticeUserOf = (jobId: string) => /^deletion-(?:scheduled|cancelled)-(.+)-\d+$/.exec(jobId)?.[1];
+
 /** Every job of the `email` queue by name, with the data it carries. */
 export interface EmailJobs {
   [SEND_OTP_JOB]: SendOtpJobData;

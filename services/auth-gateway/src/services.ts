@@ -53,7 +53,7 @@ export function createServices(
     clock,
   });
   const activeSessions = createActiveSessionStore(redis);
-  const emails = createEmailQueue(mailQueue);
+  const emails = createEmailQueue(mailQueue, queueRedis, config.mail.queuePrefix);
   const sessions = createSessions({
     db,
     activeSessions,

@@ -147,7 +147,7 @@ const sessionsOf = (app: App, userId: string) =>
 const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionStore(app.redis)) =>
   createAccountDeletion({
     db: app.db,
-    emails: createEmailQueue(app.mailQueue),
+    emails: createEmailQueue(app.mailQueue, app.mailQueueRedis, app.mailQueue.opts.prefix ?? ''),
     securityLog: createSecurityLog(app.db, app.log),
     clock,
     log: app.log,
@@ -816,44 +816,78 @@ describe('emails', () => {
     expect(mail.text).not.toContain(ivan.refreshToken);
   });
 
-  it('queues one job per transition, under an id of its own that a repeated enqueue reuses; a cancellation withdraws the notice still queued', async () => {
+  it('queues one job per transition, under an id of its own that a repeated enqueue reuses; only the newest is sent when they wait together', async () => {
     const jules = await signIn(app, 'jules@example.com');
     await mailTo('jules@example.com', `${jules.code} is your Tessera sign-in code`);
     await mailWorker.worker.pause();
     const requestedAt = clock.now();
+    const cancelledAt = new Date(requestedAt.getTime() + 1000);
+    const requestedAgainAt = new Date(requestedAt.getTime() + 2000);
     try {
       await requestDeletion(app, jules.accessToken);
       clock.advance(1);
-      const cancelledAt = clock.now();
       await cancelDeletion(app, jules.accessToken);
       clock.advance(1);
-      const requestedAgainAt = clock.now();
       await requestDeletion(app, jules.accessToken);
 
-      // The first notice, still queued when the deletion was cancelled (as through an SMTP outage), is
-      // withdrawn: it would have arrived after the cancellation's and said the opposite.
       const waiting = await app.mailQueue.getWaiting();
       expect(waiting.map((job) => [job.name, job.id]).sort()).toEqual(
         [
+          [DELETION_SCHEDULED_JOB, deletionScheduledJobId(jules.user._id, requestedAt)],
           [DELETION_CANCELLED_JOB, deletionCancelledJobId(jules.user._id, cancelledAt)],
           [DELETION_SCHEDULED_JOB, deletionScheduledJobId(jules.user._id, requestedAgainAt)],
         ].sort(),
       );
-      expect(await app.mailQueue.getJob(deletionScheduledJobId(jules.user._id, requestedAt))).toBeUndefined();
       for (const job of waiting)
         expect(job.opts).toMatchObject({ backoff: { type: EMAIL_BACKOFF }, removeOnComplete: true });
       // The same job queued again, as a retried enqueue would: still one job.
       const [first] = waiting;
       if (first) await app.mailQueue.add(first.name, first.data, { ...first.opts, jobId: first.id });
-      expect(await app.mailQueue.getWaitingCount()).toBe(2);
+      expect(await app.mailQueue.getWaitingCount()).toBe(3);
     } finally {
       await mailWorker.worker.resume();
     }
-    await eventually(async () => {
-      const count = sink.messages.filter((mail) => mail.to.includes('jules@example.com')).length;
-      // The sign-in code, the cancellation and the second notice of deletion.
-      return count === 3 ? count : undefined;
-    }, 'the emails to jules');
+    // Queued together (as through an SMTP outage), the notices that the next transition outdated are
+    // not sent: they would arrive with the newest and contradict it. The sign-in code, and the newest.
+    await eventually(
+      async () => ((await app.mailQueue.getWaitingCount()) === 0 ? true : undefined),
+      'the queue to empty',
+    );
+    await mailTo(
+      'jules@example.com',
+      `Your Tessera account will be deleted on ${longDate(at(requestedAgainAt.toISOString(), GRACE))}`,
+    );
+    await eventually(
+      async () => ((await app.mailQueue.getActiveCount()) === 0 ? true : undefined),
+      'the last job',
+    );
+    expect(
+      sink.messages.filter((mail) => mail.to.includes('jules@example.com')).map((mail) => mail.subject),
+    ).toEqual([
+      `${jules.code} is your Tessera sign-in code`,
+      `Your Tessera account will be deleted on ${longDate(at(requestedAgainAt.toISOString(), GRACE))}`,
+    ]);
+  });
+
+  it('sends no notice of a deletion cancelled while the notice waited for the mail server', async () => {
+    const mona = await signIn(app, 'mona@example.com');
+    await mailTo('mona@example.com', `${mona.code} is your Tessera sign-in code`);
+    const jobId = deletionScheduledJobId(mona.user._id, clock.now());
+    const { worker } = mailWorker;
+    const refused = new Promise((resolve) => worker.on('failed', (job) => job?.id === jobId && resolve(job)));
+    const ended = new Promise((resolve) =>
+      worker.on('completed', (job, result) => job.id === jobId && resolve(result)),
+    );
+    // The mail server refuses for now: the notice waits for its retry, a second later.
+    sink.failNext(1);
+    await requestDeletion(app, mona.accessToken);
+    await refused;
+    clock.advance(60);
+    await cancelDeletion(app, mona.accessToken);
+
+    await mailTo('mona@example.com', 'Your Tessera account will not be deleted');
+    expect(await ended).toEqual({ skipped: 'replaced' });
+    expect(sink.messages.filter((mail) => mail.to.includes('mona@example.com'))).toHaveLength(2);
   });
 
   it('keeps the transition when the email cannot be queued, and logs it by user id', async () => {
@@ -886,12 +920,13 @@ describe('emails', () => {
     expect((await cancelDeletion(app, lena.accessToken)).statusCode).toBe(200);
     clock.advance(60);
     expect((await requestDeletion(app, lena.accessToken)).statusCode).toBe(200);
-    // Sent before the date passes: the mailer drops notices outdated by its clock.
-    await eventually(async () => {
-      const count = sink.messages.filter((mail) => mail.to.includes('lena@example.com')).length;
-      // The sign-in code, two notices of deletion and one of cancellation.
-      return count === 4 ? count : undefined;
-    }, 'the emails to lena');
+    // Sent before the date passes: the mailer drops notices outdated by its clock (and, the notices
+    // of the first request and the cancellation, by the next transition if they were still queued).
+    const requestedAgainAt = clock.now().toISOString();
+    await mailTo(
+      'lena@example.com',
+      `Your Tessera account will be deleted on ${longDate(at(requestedAgainAt, GRACE))}`,
+    );
     clock.advance(GRACE);
     // The accounts of the tests before are due as well.
     expect(await sweeper(app, clock).finalizeDue(100)).toContain(id);

@@ -5,10 +5,11 @@ import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
 
 /**
- * What an email job comes to: sent; skipped because the email would no longer be true; or skipped
- * because SMTP had already accepted it, in a run that ended before the job completed.
+ * What an email job comes to: sent; skipped because the email would no longer be true (its date
+ * passed, or a newer notice of the account replaced it); or skipped because SMTP had already
+ * accepted it, in a run that ended before the job completed.
  */
-export type EmailResult = { sent: true } | { skipped: 'expired' | 'delivered' };
+export type EmailResult = { sent: true } | { skipped: 'expired' | 'replaced' | 'delivered' };
 
 /** What a job's email is written and sent with, besides the job's data. */
 export interface SendContext {

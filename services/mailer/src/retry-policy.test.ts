@@ -1,6 +1,6 @@
-import { DELETION_CANCELLED_JOB, SEND_OTP_JOB } from '@tessera/contracts';
+import { DELETION_CANCELLED_JOB, NOTICE_RETRY_WINDOW_MS, SEND_OTP_JOB } from '@tessera/contracts';
 import { describe, expect, it } from 'vitest';
-import { BACKOFF, backoffDelay, deliveryDeadline, NOTICE_RETRY_WINDOW_MS } from './retry-policy.ts';
+import { BACKOFF, backoffDelay, deliveryDeadline } from './retry-policy.ts';
 
 describe('backoffDelay', () => {
   it('doubles from 1 s and stays at 15 s', () => {

@@ -1,4 +1,4 @@
-import { SEND_OTP_JOB } from '@tessera/contracts';
+import { NOTICE_RETRY_WINDOW_MS, SEND_OTP_JOB } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
 
 /** Retry delays: `firstMs` doubling at each retry, never more than `maxMs`. */
@@ -14,12 +14,6 @@ export const BACKOFF: Backoff = { firstMs: 1000, maxMs: 15_000 };
 export function backoffDelay(retry: number, { firstMs, maxMs }: Backoff): number {
   return Math.min(maxMs, firstMs * 2 ** (retry - 1));
 }
-
-/**
- * How long an account notice (deletion scheduled or cancelled) is retried: a day covers an SMTP
- * outage of a night, and a notice much later than its event would confuse more than it informs.
- */
-export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /** Until when (ms since the epoch) a job is worth sending: its code's expiry, or a day after it was queued. */
 export function deliveryDeadline(job: { name: string; data: unknown; timestamp: number }): number {

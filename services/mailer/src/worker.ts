@@ -6,6 +6,7 @@ import {
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
+  noticeUserOf,
   REDACTED_CODE,
   SEND_OTP_JOB,
 } from '@tessera/contracts';
@@ -170,6 +171,15 @@ export function createMailWorker({
       if (await deliveries.wasDelivered(jobId)) {
         logger.info({ jobId, to: maskEmail(data.to) }, `${name} already accepted by SMTP, not sent again`);
         return { skipped: 'delivered' };
+      }
+      // Checked before every attempt: a notice retried through an SMTP outage that the account's
+      // next transition outdated (a cancellation, a new request) would arrive last and mislead.
+      const noticeUser = noticeUserOf(jobId);
+      const newest = noticeUser === undefined ? null : await deliveries.newestNotice(noticeUser);
+      if (newest !== null && newest !== jobId) {
+        emails.add(1, { outcome: 'expired' });
+        logger.info({ jobId, newest }, `${name} replaced by a newer notice, not sent`);
+        return { skipped: 'replaced' };
       }
       const deadline = deliveryDeadline(job);
       if (now().getTime() >= deadline) throw new ExpiredError('Expired before it could be sent');

@@ -64,10 +64,13 @@ export function createAccountDeletion({
     return new GatewayError('DELETION_NOT_SCHEDULED');
   }
 
-  /** After the transition has committed: a mail that cannot be queued leaves it standing, logged. */
+  /**
+   * After the transition has committed: its notice, the newest of the account (an older one still
+   * queued is not sent). A mail that cannot be queued leaves the transition standing, logged.
+   */
   async function notify<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
     try {
-      await emails.add(name, data, jobId);
+      await emails.addNotice(name, data, jobId, userId);
     } catch (err) {
       log.error({ err, userId, jobId }, 'could not queue the account deletion email');
     }
@@ -110,12 +113,6 @@ export function createAccountDeletion({
       });
       accountDeletions.add(1, { transition: 'cancelled' });
       log.info({ userId }, 'account deletion cancelled');
-      // The notice of the deletion, if still queued (waiting for a retry through an SMTP outage),
-      // would arrive after this one and say the opposite.
-      if (user.accountDeletionRequestedAt)
-        await emails
-          .withdraw(deletionScheduledJobId(userId, user.accountDeletionRequestedAt))
-          .catch((err: unknown) => log.error({ err, userId }, 'could not withdraw the deletion notice'));
       await notify(
         DELETION_CANCELLED_JOB,
         { to: user.email, cancelledAt: now.toISOString() },

@@ -1,4 +1,11 @@
-import { EMAIL_JOB_OPTIONS, type EmailJobName, type EmailJobs } from '@tessera/contracts';
+import {
+  EMAIL_JOB_OPTIONS,
+  type EmailJobName,
+  type EmailJobs,
+  NOTICE_RETRY_WINDOW_MS,
+  newestNoticeKey,
+} from '@tessera/contracts';
+import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 
 export type EmailQueue = ReturnType<typeof createEmailQueue>;
@@ -8,15 +15,19 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * delivery policy (the mailer retries it until its deadline) and an id that makes a repeated enqueue
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
-export function createEmailQueue(queue: Queue) {
+export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string) {
   return {
     /** Resolves once the job is stored in Redis (not once the mail is sent). */
     async add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string): Promise<void> {
       await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
     },
-    /** Takes a job back while it waits (to be sent, or to be retried); one being sent stays. */
-    async withdraw(jobId: string): Promise<void> {
-      await queue.remove(jobId);
+    /**
+     * Queues a notice of the account's deletion as its user's newest: one queued before, still
+     * waiting to be sent or retried, is then not sent (the mailer checks before every attempt).
+     */
+    async addNotice<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
+      await redis.set(newestNoticeKey(prefix, userId), jobId, 'PX', NOTICE_RETRY_WINDOW_MS + 60_000);
+      await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
     },
   };
 }
