@@ -1,7 +1,7 @@
 import { notSignedIn, TesseraError } from './errors.ts';
 import { sessionIdOf } from './jwt.ts';
 import { walkPages } from './pagination.ts';
-import { atMost, type Call, type Fetch, send, type Transport } from './request.ts';
+import { atMost, type Call, type Fetch, send, settledWithin, type Transport } from './request.ts';
 import { guarded, isContextLocal, memoryStorage, type TokenSet, type TokenStorage } from './storage.ts';
 import { createTokenKeeper } from './tokens.ts';
 import type {
@@ -108,10 +108,29 @@ export interface TesseraClient {
 const WALK_LIMIT = 100;
 
 /**
- * How long one attempt of a refresh waits for its answer. A second attempt follows at once when
- * none came: both fit in the server's REFRESH_REUSE_GRACE (10 s by default).
+ * A refresh with no answer after this long is asked again beside the first: both reach the server
+ * within its REFRESH_REUSE_GRACE (10 s by default), which answers them the same pair.
  */
-const REFRESH_ATTEMPT_MS = 5_000;
+const REFRESH_AGAIN_AFTER_MS = 5_000;
+
+/** How long a refresh waits for an answer in all: a minute (the usual proxies' own limit), or `timeout` if longer. */
+const refreshTimeout = (timeout: number) =>
+  Number.isFinite(timeout) && timeout > 0 ? Math.max(timeout, 60_000) : 0;
+
+/** Whether a refresh got no answer of the gateway's: none at all, or a proxy's page instead. */
+const noAnswer = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
+
+/** The first of `attempts` to succeed; when none does, the error of the last to fail. */
+function firstSuccess<T>(attempts: Promise<T>[]): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let left = attempts.length;
+    for (const attempt of attempts)
+      attempt.then(resolve, (error: unknown) => {
+        left -= 1;
+        if (left === 0) reject(error);
+      });
+  });
+}
 
 /** A client of the gateway at `baseUrl`; see the package README. */
 export function createClient({
@@ -129,23 +148,21 @@ export function createClient({
     contextLocal: isContextLocal(storage),
     now,
     onChange: onSessionChange,
-    // A refresh whose answer did not come (lost on the way, or the connection failed) is asked again
-    // at once with the same token: if the server rotated it, it answers the same pair within its
-    // reuse grace, where a later call would present a spent token and end the session. Waiting
-    // instead, an answer lost for good would hold every call that needs a refresh, and the other
-    // tabs' lock, until the page is reloaded. Only a `timeout` of 0 waits for ever.
+    // The server may have rotated the token already when its answer is lost (a dropped connection,
+    // a proxy's error page): asked again with the same token within the reuse grace, it answers
+    // the same pair, where a later call would present a spent token and end the session. The first
+    // attempt goes on meanwhile, and the first answer wins: a slow answer is not thrown away.
     async exchange(refreshToken) {
       const attempt = () =>
         send<TokenPair>(
-          { ...transport, timeout: Number.isFinite(timeout) && timeout > 0 ? REFRESH_ATTEMPT_MS : 0 },
+          { ...transport, timeout: refreshTimeout(timeout) },
           { method: 'POST', path: '/api/v1/auth/refresh-token', body: { refreshToken } },
         );
-      try {
-        return await attempt();
-      } catch (error) {
-        if (!(error instanceof TesseraError) || error.status !== 0) throw error;
-        return attempt();
-      }
+      const first = attempt();
+      const early = await settledWithin(first, REFRESH_AGAIN_AFTER_MS);
+      if (early && 'value' in early) return early.value;
+      if (early && !noAnswer(early.error)) throw early.error;
+      return firstSuccess(early ? [attempt()] : [first, attempt()]);
     },
   });
 

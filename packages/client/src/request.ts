@@ -75,6 +75,26 @@ export async function atMost<T>(timeout: number, promise: Promise<T>): Promise<T
   }
 }
 
+/** What `promise` settles to within `ms`: its value or its error, or undefined while it is pending then. */
+export function settledWithin<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<{ value: T } | { error: unknown } | undefined> {
+  return new Promise((resolve) => {
+    const timer = env.setTimeout(() => resolve(undefined), ms);
+    promise.then(
+      (value) => {
+        env.clearTimeout(timer);
+        resolve({ value });
+      },
+      (error: unknown) => {
+        env.clearTimeout(timer);
+        resolve({ error });
+      },
+    );
+  });
+}
+
 export interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;

@@ -98,26 +98,34 @@ describe('@tessera/client against the gateway', () => {
     expect(await signedIn.users.me()).toMatchObject({ email: expect.stringMatching(/@example\.com$/) });
   });
 
-  it('asks again at once for a refresh whose answer was lost, and gets the same pair: the session lives on', async () => {
-    let lost = 0;
-    const { fetch, count } = countingFetch();
-    // The gateway rotates the token, and its answer never comes back.
-    const losingFirstAnswer: Fetch = async (url, init) => {
-      const answer = await fetch(url, init);
-      if (new URL(url).pathname === '/api/v1/auth/refresh-token' && lost++ === 0)
-        return new Promise(() => {});
-      return answer;
-    };
-    const { tessera, changes } = client({ fetch: losingFirstAnswer });
-    const signedIn = await signIn(tessera, newEmail());
-    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+  it.each([
+    ['lost on the way (no answer after 5 s)', () => new Promise<never>(() => {})],
+    [
+      "replaced by a proxy's error page",
+      async () => ({ status: 502, headers: new Headers(), text: async () => '<h1>Bad gateway</h1>' }),
+    ],
+  ])(
+    'asks again for a refresh whose answer was %s, and gets the same pair: the session lives on',
+    async (_, instead) => {
+      let answers = 0;
+      const { fetch, count } = countingFetch();
+      // The gateway rotates the token, and its answer does not come back.
+      const losingFirstAnswer: Fetch = async (url, init) => {
+        const answer = await fetch(url, init);
+        if (new URL(url).pathname === '/api/v1/auth/refresh-token' && answers++ === 0) return instead();
+        return answer;
+      };
+      const { tessera, changes } = client({ fetch: losingFirstAnswer });
+      const signedIn = await signIn(tessera, newEmail());
+      clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
 
-    expect((await tessera.users.me())._id).toBe(signedIn.user._id);
-    expect(count(REFRESH)).toBe(2);
-    expect(changes.at(-1)).not.toBeNull();
-    const events = await tessera.securityEvents.list();
-    expect(events.list.map((event) => event.type)).not.toContain('refresh_reuse');
-  });
+      expect((await tessera.users.me())._id).toBe(signedIn.user._id);
+      expect(count(REFRESH)).toBe(2);
+      expect(changes.at(-1)).not.toBeNull();
+      const events = await tessera.securityEvents.list();
+      expect(events.list.map((event) => event.type)).not.toContain('refresh_reuse');
+    },
+  );
 
   it("fails a call after `timeout` while its refresh is held, and keeps that refresh's answer when it comes", async () => {
     let release = () => {};
