@@ -85,6 +85,10 @@ describe('loadConfig', () => {
         'must quote a display name that holds ( ) , : ; or ": "Acme; Inc" <no-reply@acme.example>',
       ],
       ['Ünï <ü@acme.example>', 'must have an address whose part before the @ is ASCII'],
+      [
+        'Café "Le Bon" <no-reply@acme.example>',
+        'must quote a display name that holds ( ) , : ; or ": "Café \\"Le Bon\\"" <no-reply@acme.example>',
+      ],
     ])
       expect(startupError({ MAIL_FROM: from }), from).toBe(`Invalid configuration: MAIL_FROM ${problem}`);
     for (const from of [
@@ -93,6 +97,8 @@ describe('loadConfig', () => {
       'Açaí Café <no-reply@acme.example>',
       "O'Brien <no-reply@acme.example>",
       'no-reply@bücher.example',
+      '" Acme " <no-reply@acme.example>',
+      '"Café \\"Le Bon\\"" <no-reply@acme.example>',
     ])
       expect(loadConfig({ MAIL_FROM: from }).smtp.from).toBe(from);
   });

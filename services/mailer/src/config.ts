@@ -152,9 +152,11 @@ function senderProblem(from: string): string | undefined {
   const [sender, ...more] = addressparser(from, { flatten: true });
   if (sender === undefined || more.length > 0) return 'must be one address';
   const written = from.includes('<') ? from.slice(0, from.lastIndexOf('<')).trim() : '';
-  const name = /^".*"$/.test(written) ? written.slice(1, -1).replaceAll(/\\(.)/g, '$1') : written;
-  if (sender.name !== name)
-    return `must quote a display name that holds ( ) , : ; or ": "${name}" <${sender.address}>`;
+  const name = (/^".*"$/.test(written) ? written.slice(1, -1).replaceAll(/\\(.)/g, '$1') : written).trim();
+  if (sender.name.trim() !== name) {
+    const quoted = `"${name.replaceAll(/["\\]/g, '\\$&')}"`;
+    return `must quote a display name that holds ( ) , : ; or ": ${quoted} <${sender.address}>`;
+  }
   if (/[^\x21-\x7e]/.test(sender.address.slice(0, sender.address.lastIndexOf('@'))))
     return 'must have an address whose part before the @ is ASCII';
   return undefined;
