@@ -207,3 +207,66 @@ describe('createClient when a refresh gets no answer at all (lost on the way)', 
     tessera.close();
   });
 });
+
+describe('createClient when the first refresh gets no answer and the second does', () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** The refresh route: the first request never answered (its signal kept), the next one as `second`. */
+  function firstRefreshLost(second: () => Promise<FetchResponse>) {
+    const gateway = fakeGateway();
+    const signals: unknown[] = [];
+    const fetch: Fetch = (url, init) => {
+      if (new URL(url).pathname !== '/api/v1/auth/refresh-token') return gateway.fetch(url, init);
+      signals.push((init as { signal?: unknown }).signal);
+      return signals.length === 1 ? new Promise(() => undefined) : second();
+    };
+    return { fetch, signals };
+  }
+
+  it('takes the second answer and aborts the first request, which would hold the process for a minute', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const gateway = fakeGateway();
+    const { fetch, signals } = firstRefreshLost(() =>
+      gateway.fetch(`${baseUrl}/api/v1/auth/refresh-token`, { method: 'POST', headers: {} }),
+    );
+    const tessera = createClient({
+      baseUrl,
+      storage: ownStore('second-answer', SIGNED_IN),
+      fetch,
+      now: () => HOUR_MS,
+    });
+
+    const me = tessera.users.me();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await me).toMatchObject({ email: 'alice@example.com' });
+    expect(signals).toHaveLength(2);
+    expect((signals[0] as AbortSignal).aborted).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+    tessera.close();
+  });
+
+  it("fails at once with the gateway's 401 to the second, and signs out, instead of waiting for the first", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const refused: FetchResponse = {
+      status: 401,
+      headers: { get: () => null },
+      text: async () =>
+        JSON.stringify({
+          isSuccess: false,
+          statusCode: 401,
+          data: null,
+          errors: ['Unauthorized'],
+          timestamp: '',
+        }),
+    };
+    const { fetch } = firstRefreshLost(async () => refused);
+    const storage = ownStore('second-refused', SIGNED_IN);
+    const tessera = createClient({ baseUrl, storage, fetch, now: () => HOUR_MS });
+
+    const me = tessera.users.me().catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await me).toMatchObject({ status: 401 });
+    expect(await storage.get()).toBeNull();
+    tessera.close();
+  });
+});

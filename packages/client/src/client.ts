@@ -120,14 +120,17 @@ const refreshTimeout = (timeout: number) =>
 /** Whether a refresh got no answer of the gateway's: none at all, or a proxy's page instead. */
 const noAnswer = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
 
-/** The first of `attempts` to succeed; when none does, the error of the last to fail. */
-function firstSuccess<T>(attempts: Promise<T>[]): Promise<T> {
+/**
+ * The first of `attempts` to succeed, or the first of the gateway's refusals (a 401: the others
+ * would not fare better); when none of them answered, the error of the last.
+ */
+function firstAnswer<T>(attempts: Promise<T>[]): Promise<T> {
   return new Promise((resolve, reject) => {
     let left = attempts.length;
     for (const attempt of attempts)
       attempt.then(resolve, (error: unknown) => {
         left -= 1;
-        if (left === 0) reject(error);
+        if (left === 0 || !noAnswer(error)) reject(error);
       });
   });
 }
@@ -151,18 +154,28 @@ export function createClient({
     // The server may have rotated the token already when its answer is lost (a dropped connection,
     // a proxy's error page): asked again with the same token within the reuse grace, it answers
     // the same pair, where a later call would present a spent token and end the session. The first
-    // attempt goes on meanwhile, and the first answer wins: a slow answer is not thrown away.
+    // attempt goes on meanwhile, and the first answer wins: a slow answer is not thrown away. The
+    // other is then aborted, so that it holds no connection, nor a process that has finished.
     async exchange(refreshToken) {
+      let stop = () => {};
+      const stopped = new Promise<void>((resolve) => {
+        stop = resolve;
+      });
       const attempt = () =>
         send<TokenPair>(
           { ...transport, timeout: refreshTimeout(timeout) },
           { method: 'POST', path: '/api/v1/auth/refresh-token', body: { refreshToken } },
+          stopped,
         );
       const first = attempt();
       const early = await settledWithin(first, REFRESH_AGAIN_AFTER_MS);
       if (early && 'value' in early) return early.value;
       if (early && !noAnswer(early.error)) throw early.error;
-      return firstSuccess(early ? [attempt()] : [first, attempt()]);
+      try {
+        return await firstAnswer(early ? [attempt()] : [first, attempt()]);
+      } finally {
+        stop();
+      }
     },
   });
 

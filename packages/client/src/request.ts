@@ -35,21 +35,40 @@ class Timeout extends Error {}
 // The longest wait a timer can count (about 24.8 days); a longer one fires at once.
 const LONGEST_TIMER_MS = 2_147_483_647;
 
-/** `exchange`'s result, or a rejection once `timeout` ms have passed, which also aborts `exchange`'s fetch. */
-async function within<T>(timeout: number, exchange: (signal: unknown) => Promise<T>): Promise<T> {
+/**
+ * `exchange`'s result, or a rejection once `timeout` ms have passed or `stop` resolves, either of
+ * which also aborts `exchange`'s fetch.
+ */
+async function within<T>(
+  timeout: number,
+  exchange: (signal: unknown) => Promise<T>,
+  stop?: Promise<void>,
+): Promise<T> {
   // 0, Infinity, or anything no timer can count: no timeout.
-  if (!(timeout > 0 && timeout <= LONGEST_TIMER_MS)) return exchange(undefined);
+  const bounded = timeout > 0 && timeout <= LONGEST_TIMER_MS;
+  if (!bounded && stop === undefined) return exchange(undefined);
   const controller = env.AbortController ? new env.AbortController() : undefined;
   let timer: unknown;
-  const expired = new Promise<never>((_, reject) => {
-    timer = env.setTimeout(() => {
-      controller?.abort();
-      reject(new Timeout(`no answer within ${timeout} ms`));
-    }, timeout);
-  });
+  const ends: Promise<never>[] = [];
+  if (bounded)
+    ends.push(
+      new Promise<never>((_, reject) => {
+        timer = env.setTimeout(() => {
+          controller?.abort();
+          reject(new Timeout(`no answer within ${timeout} ms`));
+        }, timeout);
+      }),
+    );
+  if (stop !== undefined)
+    ends.push(
+      stop.then(() => {
+        controller?.abort();
+        throw new Error('no longer wanted');
+      }),
+    );
   try {
     // Raced as well as aborted: a fetch that ignores its signal cannot hold the caller.
-    return await Promise.race([exchange(controller?.signal), expired]);
+    return await Promise.race([exchange(controller?.signal), ...ends]);
   } finally {
     env.clearTimeout(timer);
   }
@@ -139,7 +158,12 @@ function urlOf(baseUrl: string, path: string, query: Call['query'] = {}): string
 }
 
 /** Sends one request and returns the envelope's `data`; anything else is thrown as a TesseraError. */
-export async function send<Data>({ baseUrl, fetch, now, timeout }: Transport, call: Call): Promise<Data> {
+export async function send<Data>(
+  { baseUrl, fetch, now, timeout }: Transport,
+  call: Call,
+  /** Resolved when the answer is no longer wanted: the request is then aborted. */
+  stop?: Promise<void>,
+): Promise<Data> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (call.body !== undefined) headers['content-type'] = 'application/json';
   if (call.accessToken !== undefined) headers.authorization = `Bearer ${call.accessToken}`;
@@ -152,15 +176,19 @@ export async function send<Data>({ baseUrl, fetch, now, timeout }: Transport, ca
   let response: FetchResponse;
   let text: string;
   try {
-    [response, text] = await within(timeout, async (signal) => {
-      // The signal is not in `Fetch`'s type, so that the DOM's fetch fits it without DOM types here;
-      // a fetch passed in gets it all the same, and one that forwards `init` aborts with it.
-      const answer = await fetch(
-        urlOf(baseUrl, call.path, call.query),
-        signal ? Object.assign({ signal }, init) : init,
-      );
-      return [answer, await answer.text()] as const;
-    });
+    [response, text] = await within(
+      timeout,
+      async (signal) => {
+        // The signal is not in `Fetch`'s type, so that the DOM's fetch fits it without DOM types here;
+        // a fetch passed in gets it all the same, and one that forwards `init` aborts with it.
+        const answer = await fetch(
+          urlOf(baseUrl, call.path, call.query),
+          signal ? Object.assign({ signal }, init) : init,
+        );
+        return [answer, await answer.text()] as const;
+      },
+      stop,
+    );
   } catch (cause) {
     throw cause instanceof Timeout
       ? noAnswer(cause)

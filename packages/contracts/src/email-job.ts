@@ -90,6 +90,9 @@ export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 export const newestNoticeKey = (prefix: string, userId: string) =>
   `${prefix}:${EMAIL_QUEUE}:newest-notice:${userId}`;
 
+/** When the transition of a deletion notice's job id happened (ms since the epoch). */
+export const noticeTime = (jobId: string) => Number(/-(\d+)$/.exec(jobId)?.[1] ?? 0);
+
 /** The user whose deletion notice a job id names; undefined for other jobs. */
 export const noticeUserOf = (jobId: string) => /^deletion-(?:scheduled|cancelled)-(.+)-\d+$/.exec(jobId)?.[1];
 

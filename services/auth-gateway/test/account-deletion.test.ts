@@ -5,6 +5,7 @@ import {
   deletionCancelledJobId,
   deletionScheduledJobId,
   EMAIL_BACKOFF,
+  EMAIL_JOB_OPTIONS,
 } from '@tessera/contracts';
 import { createMailWorker } from '@tessera/mailer';
 import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
@@ -888,6 +889,24 @@ describe('emails', () => {
     await mailTo('mona@example.com', 'Your Tessera account will not be deleted');
     expect(await ended).toEqual({ skipped: 'replaced' });
     expect(sink.messages.filter((mail) => mail.to.includes('mona@example.com'))).toHaveLength(2);
+  });
+
+  it('still sends a notice queued by a gateway that records no newest notice (one of an earlier version)', async () => {
+    const nina = await signIn(app, 'nina@example.com');
+    await requestDeletion(app, nina.accessToken);
+    await mailTo(
+      'nina@example.com',
+      `Your Tessera account will be deleted on ${longDate(at(clock.now().toISOString(), GRACE))}`,
+    );
+    clock.advance(60);
+    // During a rolling deploy, an earlier gateway takes the cancellation: it queues its notice alone.
+    const cancelledAt = clock.now();
+    await app.mailQueue.add(
+      DELETION_CANCELLED_JOB,
+      { to: 'nina@example.com', cancelledAt: cancelledAt.toISOString() },
+      { ...EMAIL_JOB_OPTIONS, jobId: deletionCancelledJobId(nina.user._id, cancelledAt) },
+    );
+    await mailTo('nina@example.com', 'Your Tessera account will not be deleted');
   });
 
   it('keeps the transition when the email cannot be queued, and logs it by user id', async () => {

@@ -1,11 +1,11 @@
 import { meter } from '@tessera/telemetry';
 
-const OUTCOMES = ['sent', 'failed', 'retried', 'expired'] as const;
+const OUTCOMES = ['sent', 'failed', 'retried', 'expired', 'replaced'] as const;
 
 /** `tessera_emails_total{outcome}` in Prometheus. */
 export const emails = meter.createCounter<{ outcome: (typeof OUTCOMES)[number] }>('tessera.emails', {
   description:
-    'Emails (codes, account notices) by outcome: sent, failed (for good), retried (a failed attempt that will be retried) or expired (its deadline passed before it could be sent)',
+    "Emails (codes, account notices) by outcome: sent, failed (for good), retried (a failed attempt that will be retried), expired (its deadline passed before it could be sent) or replaced (an account notice outdated by the account's next one)",
 });
 // Every series from the start, so that rate() and alerts see the first email too.
 for (const outcome of OUTCOMES) emails.add(0, { outcome });
