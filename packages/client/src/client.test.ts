@@ -245,6 +245,38 @@ describe('createClient when the first refresh gets no answer and the second does
     tessera.close();
   });
 
+  it("waits for a slow first answer when the second is refused for another reason (a 429): it holds the rotation's pair", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const gateway = fakeGateway();
+    const limited: FetchResponse = {
+      status: 429,
+      headers: { get: () => '30' },
+      text: async () =>
+        JSON.stringify({
+          isSuccess: false,
+          statusCode: 429,
+          data: null,
+          errors: ['Too many requests'],
+          timestamp: '',
+        }),
+    };
+    let attempts = 0;
+    const fetch: Fetch = (url, init) => {
+      if (new URL(url).pathname !== '/api/v1/auth/refresh-token') return gateway.fetch(url, init);
+      attempts += 1;
+      if (attempts > 1) return Promise.resolve(limited);
+      return new Promise((resolve) => setTimeout(() => resolve(gateway.fetch(url, init)), 8_000));
+    };
+    const storage = ownStore('slow-then-limited', SIGNED_IN);
+    const tessera = createClient({ baseUrl, storage, fetch, now: () => HOUR_MS });
+
+    const me = tessera.users.me();
+    await vi.advanceTimersByTimeAsync(8_000);
+    expect(await me).toMatchObject({ email: 'alice@example.com' });
+    expect((await storage.get())?.refreshToken).toBe('refresh-2');
+    tessera.close();
+  });
+
   it("fails at once with the gateway's 401 to the second, and signs out, instead of waiting for the first", async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const refused: FetchResponse = {

@@ -113,16 +113,21 @@ const WALK_LIMIT = 100;
  */
 const REFRESH_AGAIN_AFTER_MS = 5_000;
 
-/** How long a refresh waits for an answer in all: a minute (the usual proxies' own limit), or `timeout` if longer. */
+/** How long an attempt of a refresh waits for its answer: a minute (the usual proxies' own limit), or `timeout` if longer. */
 const refreshTimeout = (timeout: number) =>
   Number.isFinite(timeout) && timeout > 0 ? Math.max(timeout, 60_000) : 0;
 
 /** Whether a refresh got no answer of the gateway's: none at all, or a proxy's page instead. */
 const noAnswer = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
 
+/** The gateway's refusal of a refresh token (a 401 envelope): the session is over. */
+const refused = (error: unknown) =>
+  error instanceof TesseraError && !error.isNetworkError && error.status === 401;
+
 /**
- * The first of `attempts` to succeed, or the first of the gateway's refusals (a 401: the others
- * would not fare better); when none of them answered, the error of the last.
+ * The first of `attempts` to succeed, or the first refusal of the token (the others would not fare
+ * better); when none does either, the error of the last to fail. Another error (a 429, a 503, no
+ * answer) waits for the others: one of them may still bring the pair of a rotation already made.
  */
 function firstAnswer<T>(attempts: Promise<T>[]): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -130,7 +135,7 @@ function firstAnswer<T>(attempts: Promise<T>[]): Promise<T> {
     for (const attempt of attempts)
       attempt.then(resolve, (error: unknown) => {
         left -= 1;
-        if (left === 0 || !noAnswer(error)) reject(error);
+        if (left === 0 || refused(error)) reject(error);
       });
   });
 }

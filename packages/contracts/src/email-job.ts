@@ -83,15 +83,13 @@ export function deletionCancelledJobId(userId: string, cancelledAt: Date): strin
 export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /**
- * The key (beside the queue's, in its cluster slot) holding the job id of a user's newest deletion
- * notice. An older one still queued, through an SMTP outage, would tell a state that no longer
- * holds (deleted after a cancellation, or the reverse): the mailer does not send it.
+ * The hash (beside the queue's keys, in its cluster slot) of a user's deletion notices: `newest`, the
+ * job id of the last one queued, and a field for each one queued. A notice recorded there and no
+ * longer the newest, still queued through an SMTP outage, would tell a state that no longer holds
+ * (deleted after a cancellation, or the reverse): the mailer does not send it. A notice that is not
+ * recorded (queued by a gateway of an earlier version) is sent.
  */
-export const newestNoticeKey = (prefix: string, userId: string) =>
-  `${prefix}:${EMAIL_QUEUE}:newest-notice:${userId}`;
-
-/** When the transition of a deletion notice's job id happened (ms since the epoch). */
-export const noticeTime = (jobId: string) => Number(/-(\d+)$/.exec(jobId)?.[1] ?? 0);
+export const noticesKey = (prefix: string, userId: string) => `${prefix}:${EMAIL_QUEUE}:notices:${userId}`;
 
 /** The user whose deletion notice a job id names; undefined for other jobs. */
 export const noticeUserOf = (jobId: string) => /^deletion-(?:scheduled|cancelled)-(.+)-\d+$/.exec(jobId)?.[1];

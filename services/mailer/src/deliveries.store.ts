@@ -1,4 +1,4 @@
-import { EMAIL_QUEUE, newestNoticeKey } from '@tessera/contracts';
+import { EMAIL_QUEUE, noticesKey } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 
 /** Kept past a job's deadline by this much, for mailers whose clocks run behind. */
@@ -15,9 +15,10 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
     async wasDelivered(jobId: string): Promise<boolean> {
       return (await redis.exists(key(jobId))) === 1;
     },
-    /** The job id of the user's newest deletion notice (the gateway's record); null when none is known. */
-    newestNotice(userId: string): Promise<string | null> {
-      return redis.get(newestNoticeKey(prefix, userId));
+    /** Whether the gateway recorded this deletion notice of the user, and a later one since. */
+    async wasReplaced(userId: string, jobId: string): Promise<boolean> {
+      const [newest, recorded] = await redis.hmget(noticesKey(prefix, userId), 'newest', jobId);
+      return recorded !== null && newest !== null && newest !== jobId;
     },
     /** Records the acceptance until the job's deadline has passed: then no mailer would send it anyway. */
     async recordDelivered(jobId: string, deadline: number, now: number): Promise<void> {

@@ -6,7 +6,6 @@ import {
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
-  noticeTime,
   noticeUserOf,
   REDACTED_CODE,
   SEND_OTP_JOB,
@@ -175,13 +174,10 @@ export function createMailWorker({
       }
       // Checked before every attempt: a notice retried through an SMTP outage that the account's
       // next transition outdated (a cancellation, a new request) would arrive last and mislead.
-      // Newer by the time in its id: a gateway of an earlier version records no newest notice, and
-      // one it queued after this one's record is still sent.
       const noticeUser = noticeUserOf(jobId);
-      const newest = noticeUser === undefined ? null : await deliveries.newestNotice(noticeUser);
-      if (newest !== null && noticeTime(newest) > noticeTime(jobId)) {
+      if (noticeUser !== undefined && (await deliveries.wasReplaced(noticeUser, jobId))) {
         emails.add(1, { outcome: 'replaced' });
-        logger.info({ jobId, newest }, `${name} replaced by a newer notice, not sent`);
+        logger.info({ jobId }, `${name} replaced by a newer notice, not sent`);
         return { skipped: 'replaced' };
       }
       const deadline = deliveryDeadline(job);

@@ -3,7 +3,7 @@ import {
   type EmailJobName,
   type EmailJobs,
   NOTICE_RETRY_WINDOW_MS,
-  newestNoticeKey,
+  noticesKey,
 } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
@@ -26,7 +26,12 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
      * waiting to be sent or retried, is then not sent (the mailer checks before every attempt).
      */
     async addNotice<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
-      await redis.set(newestNoticeKey(prefix, userId), jobId, 'PX', NOTICE_RETRY_WINDOW_MS + 60_000);
+      const key = noticesKey(prefix, userId);
+      await redis
+        .multi()
+        .hset(key, 'newest', jobId, jobId, '1')
+        .pexpire(key, NOTICE_RETRY_WINDOW_MS + 60_000)
+        .exec();
       await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
     },
   };
