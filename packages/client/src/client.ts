@@ -118,7 +118,7 @@ const refreshTimeout = (timeout: number) =>
   Number.isFinite(timeout) && timeout > 0 ? Math.max(timeout, 60_000) : 0;
 
 /** Whether a refresh got no answer of the gateway's: none at all, or a proxy's page instead. */
-const noAnswer = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
+const unanswered = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
 
 /** The gateway's refusal of a refresh token (a 401 envelope): the session is over. */
 const refused = (error: unknown) =>
@@ -175,7 +175,7 @@ export function createClient({
       const first = attempt();
       const early = await settledWithin(first, REFRESH_AGAIN_AFTER_MS);
       if (early && 'value' in early) return early.value;
-      if (early && !noAnswer(early.error)) throw early.error;
+      if (early && !unanswered(early.error)) throw early.error;
       try {
         return await firstAnswer(early ? [attempt()] : [first, attempt()]);
       } finally {
