@@ -20,12 +20,13 @@ import {
   type TestRedis,
 } from '@tessera/testing';
 import type { Redis } from 'ioredis';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import type { Clock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
+import type { Database } from '../src/database.ts';
 import { createAccountDeletion } from '../src/modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from '../src/modules/email/email.queue.ts';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
@@ -155,6 +156,17 @@ const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionSto
     grace: GRACE,
     activeSessions,
   });
+
+/** A check for `eventually`: at least `count` statements of the database wait on a lock, each for over `forMs`. */
+const waitingOnLocks =
+  (db: Kysely<Database>, count: number, forMs = 0) =>
+  async () => {
+    const { rows } = await sql<{ waiting: number }>`
+    select count(*)::int as waiting from pg_stat_activity
+    where datname = current_database() and wait_event_type = 'Lock'
+      and clock_timestamp() - query_start > ${forMs}::int * interval '1 millisecond'`.execute(db);
+    return (rows[0]?.waiting ?? 0) >= count ? true : undefined;
+  };
 
 /** Polls until `check` returns a value (not undefined), for work done in the background. */
 async function eventually<T>(
@@ -654,13 +666,10 @@ describe('finalization', () => {
         .forUpdate()
         .execute();
       const sweep = sweeper(app, clock).finalizeDue(10);
-      await eventually(async () => {
-        const { rows } = await sql<{ waiting: number }>`
-          select count(*)::int as waiting from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock'
-            and clock_timestamp() - query_start > interval '1500 milliseconds'`.execute(holder);
-        return rows[0]?.waiting ? true : undefined;
-      }, 'the sweep to wait on a lock for longer than the statement timeout');
+      await eventually(
+        waitingOnLocks(holder, 1, 1500),
+        'the sweep to wait on a lock for longer than the statement timeout',
+      );
       return { sweeping: sweep };
     });
 
@@ -679,12 +688,6 @@ describe('finalization', () => {
 
     // The sweep held up halfway (her session's row taken by another transaction), a wrong code
     // for her address arrives: its event must not land on the erased account with where it came from.
-    const waiting = (count: number) => async () => {
-      const { rows } = await sql<{ waiting: number }>`
-        select count(*)::int as waiting from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`.execute(app.db);
-      return (rows[0]?.waiting ?? 0) >= count ? true : undefined;
-    };
     const { sweeping, guessing } = await app.db.transaction().execute(async (holder) => {
       await holder
         .selectFrom('sessions')
@@ -693,7 +696,7 @@ describe('finalization', () => {
         .forUpdate()
         .execute();
       const sweep = sweeper(app, clock).finalizeDue(10);
-      await eventually(waiting(1), 'the sweep to wait for her session');
+      await eventually(waitingOnLocks(app.db, 1), 'the sweep to wait for her session');
       const wrong = code === '0000' ? '1111' : '0000';
       const guess = post(
         app,
@@ -701,7 +704,7 @@ describe('finalization', () => {
         { email, code: wrong },
         { 'user-agent': 'Guesser/1' },
       );
-      await eventually(waiting(2), "the wrong code's event to wait for the sweep");
+      await eventually(waitingOnLocks(app.db, 2), "the wrong code's event to wait for the sweep");
       return { sweeping: sweep, guessing: guess };
     });
 

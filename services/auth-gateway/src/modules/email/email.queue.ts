@@ -16,11 +16,12 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
 export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string) {
+  /** Resolves once the job is stored in Redis (not once the mail is sent). */
+  async function add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string): Promise<void> {
+    await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
+  }
   return {
-    /** Resolves once the job is stored in Redis (not once the mail is sent). */
-    async add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string): Promise<void> {
-      await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
-    },
+    add,
     /**
      * Queues a notice of the account's deletion as its user's newest: one queued before, still
      * waiting to be sent or retried, is then not sent (the mailer checks before every attempt).
@@ -32,7 +33,7 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
         .hset(key, 'newest', jobId, jobId, '1')
         .pexpire(key, NOTICE_RETRY_WINDOW_MS + 60_000)
         .exec();
-      await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
+      await add(name, data, jobId);
     },
   };
 }
