@@ -1,7 +1,8 @@
 # One image per service: `docker build --target gateway .` / `--target mailer`.
 # The build stage type-checks the TypeScript sources and bundles each service into one file (`pnpm bundle`).
 FROM node:24-slim AS workspace
-RUN npm install --global pnpm@10
+# The version package.json's `packageManager` names.
+RUN npm install --global pnpm@10.34.9
 WORKDIR /app
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 # The dependency patches (pnpm-workspace.yaml, patchedDependencies): pnpm install applies them.

@@ -13,6 +13,8 @@ export default defineConfig({
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
     reportCompressedSize: true,
+    // The notices of the libraries bundled in (Preact's MIT licence), beside the page's files.
+    license: { fileName: 'third-party-licenses.md' },
   },
   server: { proxy: { '/api': gateway } },
   preview: { proxy: { '/api': gateway } },
