@@ -110,3 +110,37 @@ it('answers 503 while Postgres is down, writes nothing by halves, and signs in w
     await client.end();
   }
 });
+
+it('keeps running when the connection of a statement in flight is lost, and the code still signs in', {
+  timeout: 60_000,
+}, async () => {
+  const email = 'dropped@example.com';
+  const code = await tessera.codeByEmail(email);
+  // The sign-in's statement waits on a lock; its backend then dies (SIGKILL, as in a crash or an
+  // out-of-memory kill), so the gateway's connection goes while the statement runs. Postgres then
+  // restarts every backend, the lock's holder too.
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  admin.on('error', () => {});
+  await admin.connect();
+  await admin.query('begin');
+  await admin.query('lock table sessions in access exclusive mode');
+  const answer = signIn(email, code);
+  let waiting: number | undefined;
+  while (waiting === undefined) {
+    const { rows } = await admin.query<{ pid: number }>(
+      `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
+    waiting = rows[0]?.pid;
+  }
+  process.kill(waiting, 'SIGKILL');
+  const dropped = await answer;
+  expect(dropped.status).toBe(503);
+  expect(dropped.json).toMatchObject({ isSuccess: false, statusCode: 503, data: null });
+  await admin.end().catch(() => {});
+
+  // The gateway is still there, and the code that met the lost connection was given back.
+  await tessera.readyAgain();
+  expect((await signIn(email, code)).status).toBe(200);
+  expect(tessera.gateway.child.exitCode).toBeNull();
+  expect(tessera.gateway.output()).not.toContain('uncaught');
+});

@@ -3,15 +3,18 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
 // Redis hung with its connections open (SIGSTOP: no reset, no answer), as a stalled or partitioned
-// server looks to its clients: the gateway answers 503 with Retry-After instead of holding requests,
-// and serves as before once Redis answers again.
+// server looks to its clients: the gateway answers 503 with Retry-After instead of holding requests
+// (a refresh, which rotates in Postgres, still gets its pair), and serves as before once Redis
+// answers again.
 
 let fault: Awaited<ReturnType<typeof startOnPrivateRedis>>;
 let redis: PrivateRedis;
 let tessera: Tessera;
+type Answer = Awaited<ReturnType<Tessera['call']>>;
 
 beforeAll(async () => {
-  fault = await startOnPrivateRedis();
+  // A grace of a second, so that a token replaced before the hang is a reuse during it.
+  fault = await startOnPrivateRedis([], { REFRESH_REUSE_GRACE: '1' });
   ({ redis, tessera } = fault);
   tessera.startMailer();
 });
@@ -24,15 +27,31 @@ it('answers 503 while Redis hangs, and serves as before once it answers', { time
     code,
   });
   const { accessToken, refreshToken } = signedIn.data;
+  const { json: other } = await tessera.call('POST', '/api/v1/auth/verify-otp-email', {
+    email: 'stolen@example.com',
+    code: await tessera.codeByEmail('stolen@example.com'),
+  });
+  const replaced = other.data.refreshToken;
+  const { json: rotated } = await tessera.call('POST', '/api/v1/auth/refresh-token', {
+    refreshToken: replaced,
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
 
   redis.pause();
+  let refreshed: Answer;
   try {
     // Each call gives up after 10 s (tessera.call): a request held until Redis answers fails here.
-    const answers = await Promise.all([
+    const answers: Answer[] = await Promise.all([
       tessera.call('POST', '/api/v1/auth/send-otp-email', { email: 'during@example.com' }),
       tessera.call('GET', '/api/v1/auth/sessions', undefined, accessToken),
-      tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken }),
     ]);
+    // A refresh needs Postgres for its rotation: its pair goes out, so the client does not keep the
+    // token it replaced, which would be taken for a theft once REFRESH_REUSE_GRACE has passed.
+    refreshed = await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken });
+    expect(refreshed.status).toBe(200);
+    // A replaced token presented after the grace ends its session; Redis fails the session key's
+    // delete (503), and the theft is recorded all the same.
+    answers.push(await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken: replaced }));
     for (const answer of answers) {
       expect(answer.status).toBe(503);
       expect(answer.json).toMatchObject({ isSuccess: false, statusCode: 503, data: null });
@@ -43,10 +62,23 @@ it('answers 503 while Redis hangs, and serves as before once it answers', { time
     redis.resume();
   }
 
-  // The refresh that met the hang may have rotated the token before Redis failed it: retried at once
-  // (inside REFRESH_REUSE_GRACE), the same token gets a working pair, not a reuse alarm.
-  const refreshed = await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken });
-  expect(refreshed.status).toBe(200);
+  const { json: events } = await tessera.call(
+    'GET',
+    '/api/v1/users/me/security-events',
+    undefined,
+    (
+      await tessera.call('POST', '/api/v1/auth/verify-otp-email', {
+        email: 'stolen@example.com',
+        code: await tessera.codeByEmail('stolen@example.com'),
+      })
+    ).json.data.accessToken,
+  );
+  expect(events.data.list.map((event: { type: string }) => event.type)).toContain('refresh_reuse');
+  expect(
+    (await tessera.call('GET', '/api/v1/auth/sessions', undefined, rotated.data.accessToken)).status,
+  ).toBe(401);
+
+  // The pair it got works once Redis answers again.
   expect(
     (await tessera.call('GET', '/api/v1/auth/sessions', undefined, refreshed.json.data.accessToken)).status,
   ).toBe(200);

@@ -100,17 +100,17 @@ export async function startTessera(backends: Backends, env: Record<string, strin
 }
 
 /**
- * Tessera on a redis-server of the test's own (started with `redisArgs`), with a database and an SMTP
- * sink of its own; `remove` stops Tessera and removes all three.
+ * Tessera (with `env` besides the defaults) on a redis-server of the test's own (started with
+ * `redisArgs`), with a database and an SMTP sink of its own; `remove` stops Tessera and removes all three.
  */
-export async function startOnPrivateRedis(redisArgs: string[] = []) {
+export async function startOnPrivateRedis(redisArgs: string[] = [], env: Record<string, string> = {}) {
   const [redis, database, sink] = await Promise.all([
     startPrivateRedis(redisArgs),
     createTestDatabase(),
     startSmtpSink(),
   ]);
   const removeBackends = () => Promise.all([redis.remove(), database.drop(), sink.close()]);
-  const tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink }).catch(
+  const tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink }, env).catch(
     async (error: unknown) => {
       await removeBackends();
       throw error;

@@ -53,6 +53,28 @@ describe('maskAddresses', () => {
     expect(frames.join('\n')).toBe(stack.split('\n').slice(1).join('\n'));
   });
 
+  it("masks the recipient in the forms a reply may give it: local part alone, URL-encoded, a mailbox's path, an apostrophe", () => {
+    const replies = [
+      '550 5.1.1 <jane.doe>: Recipient address rejected: User unknown in local recipient table',
+      '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=jane.doe%40example.com',
+      '550 5.2.1 Mailbox jane.doe@example.com/INBOX disabled',
+      '550 5.1.1 No such user Jane.Doe.',
+    ];
+    expect(replies.map((reply) => maskAddresses(reply, 'jane.doe@example.com'))).toEqual([
+      '550 5.1.1 <j***@example.com>: Recipient address rejected: User unknown in local recipient table',
+      '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=j***@example.com',
+      '550 5.2.1 Mailbox j***@example.com/INBOX disabled',
+      '550 5.1.1 No such user j***@example.com.',
+    ]);
+    expect(maskAddresses("550 5.1.1 <mary.o'brien@example.com>: unknown", "mary.o'brien@example.com")).toBe(
+      '550 5.1.1 <m***@example.com>: unknown',
+    );
+    // Whole words only: a short local part inside other words is left alone.
+    expect(maskAddresses('550 5.1.1 <jo>: joke of a user', 'jo@example.com')).toBe(
+      '550 5.1.1 <j***@example.com>: joke of a user',
+    );
+  });
+
   it('masks the message, stack and reply of a delivery error, keeping its response code', () => {
     const error = Object.assign(new Error('Message failed: 550 <dave@example.com> unknown'), {
       response: '550 <dave@example.com> unknown',

@@ -16,7 +16,7 @@ export function inSmtpSpan<T>(to: string, delivery: Delivery, send: () => Promis
     try {
       return await send();
     } catch (error) {
-      maskAddressesInError(error);
+      maskAddressesInError(error, to);
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({
         code: SpanStatusCode.ERROR,

@@ -373,6 +373,21 @@ describe('send-otp jobs', () => {
     expect(mentionsCode(await everythingStoredInRedis(), '8364')).toBe(false);
   });
 
+  it("keeps a permanent refusal's reply without the recipient, in whatever form the server names them", async () => {
+    sink.failNext(1, 550, 'RCPT TO', "5.1.1 <grace.o'hara>: Recipient address rejected: User unknown");
+    const { jobId, outcome } = await send({
+      to: "grace.o'hara@example.com",
+      code: '2719',
+      expiresAt: inMinutes(5),
+    });
+
+    expect((await outcome).state).toBe('failed');
+    expect((await redactedJob(jobId)).failedReason).toBe(
+      'SMTP rejected the message permanently: 550 5.1.1 <g***@example.com>: Recipient address rejected: User unknown',
+    );
+    expect(await everythingStoredInRedis()).not.toMatch(/grace|hara/i);
+  });
+
   it('retries a sender refused with a 5xx, which is the configuration and not the message, and delivers once', async () => {
     // MAIL_FROM not (yet) allowed by the mail server: the operator fixes it while the code is valid.
     sink.failNext(2, 553, 'MAIL FROM');

@@ -89,6 +89,10 @@ function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): Post
       if (connection === undefined) {
         connection = preparingConnection(client, schemaKnownCurrent);
         connections.set(client, connection);
+        // The pool listens for the errors of idle clients only: a connection lost while a statement
+        // runs would otherwise be an uncaught error that stops the process. The statement rejects
+        // with it (a 503), and the pool drops the client on release.
+        client.on('error', () => {});
       }
       return connection;
     },

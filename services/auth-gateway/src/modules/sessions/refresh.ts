@@ -1,3 +1,4 @@
+import { DependencyUnavailableError } from '@tessera/contracts';
 import { GatewayError } from '../../errors.ts';
 import type { ClientInfo } from '../security-events/security-events.ts';
 import {
@@ -39,18 +40,31 @@ export function refreshSession(context: SessionsContext) {
     });
     if (!rotated) return undefined;
     const { sessionId, userId, roles } = rotated;
-    // Only an existing key is extended: a revocation since the rotation deleted it, and it stays deleted.
-    if (!(await activeSessions.extend(sessionId, expiresAt, now))) {
-      // Gone without a revocation (Redis lost it): set again, then look, so that a revocation
-      // meanwhile deletes it after this write, or is seen here.
-      await activeSessions.markActive(sessionId, expiresAt, now);
-      const session = await repository.findUserSession(db, userId, sessionId);
-      if (!session || session.endedAt) return { kind: 'ended', sessionId };
+    try {
+      if (!(await followedByKey(sessionId, userId, expiresAt, now))) return { kind: 'ended', sessionId };
+    } catch (err) {
+      // The rotation is committed: answering 503 would leave the client with the token it replaced,
+      // which becomes a reuse (the session ended as stolen) once REFRESH_REUSE_GRACE has passed,
+      // however long Redis is away. The pair goes out; its access token is refused while Redis is
+      // away, and a key left unextended expires early, so the client refreshes and sets it again.
+      if (!(err instanceof DependencyUnavailableError && err.dependency === 'redis')) throw err;
+      log.warn({ sessionId }, "redis unavailable: refreshed without moving the session's key");
     }
     return {
       kind: 'rotated',
       pair: tokenPair(context, { sub: userId, sid: sessionId, roles }, successor, now),
     };
+  }
+
+  /** Whether the session's key follows its new expiry; false when the session has ended meanwhile. */
+  async function followedByKey(sessionId: string, userId: string, expiresAt: Date, now: Date) {
+    // Only an existing key is extended: a revocation since the rotation deleted it, and it stays deleted.
+    if (await activeSessions.extend(sessionId, expiresAt, now)) return true;
+    // Gone without a revocation (Redis lost it): set again, then look, so that a revocation
+    // meanwhile deletes it after this write, or is seen here.
+    await activeSessions.markActive(sessionId, expiresAt, now);
+    const session = await repository.findUserSession(db, userId, sessionId);
+    return session !== undefined && !session.endedAt;
   }
 
   /** Why a token was not rotated: unknown or expired, its session ended, or rotated before. */
@@ -92,7 +106,7 @@ export function refreshSession(context: SessionsContext) {
           { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ipAddress },
           'refresh token reuse detected: session ended',
         );
-        await activeSessions.remove([outcome.sessionId]);
+        // Recorded first: a Redis that fails the key's delete (503) leaves the alarm recorded.
         await securityLog.recordAfter({
           type: 'refresh_reuse',
           userId: outcome.userId,
@@ -101,6 +115,7 @@ export function refreshSession(context: SessionsContext) {
           details: { rotatedAt: outcome.rotatedAt.toISOString() },
           at: now,
         });
+        await activeSessions.remove([outcome.sessionId]);
         throw new GatewayError('REFRESH_TOKEN_REUSED');
       case 'rotated':
       case 'again':
