@@ -316,7 +316,9 @@ describe('without an OTLP endpoint', () => {
     socket.write(
       `POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${body.length}\r\nConnection: close\r\n` +
-        `traceparent: 00-${callerTrace}-${randomBytes(8).toString('hex')}-01\r\n\r\n`,
+        `traceparent: 00-${callerTrace}-${randomBytes(8).toString('hex')}-01\r\n` +
+        // Baggage is the caller's to fill: it goes no further than the request.
+        `baggage: planted=caller-baggage\r\n\r\n`,
     );
     await new Promise((resolve) => setTimeout(resolve, 50));
     socket.write(body);
@@ -337,6 +339,7 @@ describe('without an OTLP endpoint', () => {
       const traceOf = (email: string) => JSON.stringify(jobs.find((job) => job.data.to === email)?.opts);
       expect(traceOf('quiet@example.com')).toContain(ownTrace);
       expect(traceOf('caller@example.com')).toContain(callerTrace);
+      expect(traceOf('caller@example.com')).not.toContain('caller-baggage');
     } finally {
       await queue.close();
     }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { register } from 'node:module';
 import path from 'node:path';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
@@ -28,6 +29,8 @@ export function exportTraces(): () => Promise<void> {
   const sdk = new NodeSDK({
     ...(process.env.OTEL_SERVICE_NAME ? {} : { serviceName: defaultServiceName() }),
     sampler: sampler(),
+    // Trace context only, as without an exporter (propagate-traces.ts), unless OTEL_PROPAGATORS says.
+    ...(process.env.OTEL_PROPAGATORS ? {} : { textMapPropagator: new W3CTraceContextPropagator() }),
     instrumentations: [
       httpInstrumentation(),
       // The request span and its handler carry the route template; hooks get no spans of their own.

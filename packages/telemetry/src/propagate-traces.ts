@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { context, propagation, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AlwaysOffSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import { UNTRACED } from './untraced.ts';
 
@@ -21,11 +21,8 @@ export function propagateTraces(): () => Promise<void> {
   // undici (~70 modules, a few MB) into a process that never uses it.
   const { Server } = process.getBuiltinModule('node:http');
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(
-    new CompositePropagator({
-      propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
-    }),
-  );
+  // Trace context only: a caller's `baggage` is its to fill (kilobytes), and would ride on every job.
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const provider = new TracerProvider({ sampler: new AlwaysOffSampler() });
   trace.setGlobalTracerProvider(provider);
   const tracer = provider.getTracer('tessera');

@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
   createTestRedis,
@@ -11,6 +12,7 @@ import {
   type TestDatabase,
   type TestRedis,
 } from '@tessera/testing';
+import { Queue } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENEROUS_LIMITS } from './helpers.ts';
@@ -169,6 +171,8 @@ describe('traces of the gateway', () => {
     const callerTrace = randomBytes(16).toString('hex');
     const unsampled = jsonClient(baseUrl, {
       traceparent: `00-${callerTrace}-${randomBytes(8).toString('hex')}-00`,
+      // Baggage is the caller's to fill: it goes no further than the request (not into the job).
+      baggage: 'planted=caller-baggage',
     });
     expect(
       (await unsampled('POST', '/api/v1/auth/send-otp-email', { email: 'unseen@example.com' })).status,
@@ -177,6 +181,14 @@ describe('traces of the gateway', () => {
       (span) => span.traceId === callerTrace && span.name === 'POST /api/v1/auth/send-otp-email',
     );
     await otlp.waitFor((span) => span.traceId === callerTrace && span.name === 'add email.send-otp');
+    const queue = new Queue(EMAIL_QUEUE, { connection: { url: redis.url }, prefix: redis.bullmqPrefix });
+    try {
+      const job = (await queue.getWaiting()).find((waiting) => waiting.data.to === 'unseen@example.com');
+      expect(JSON.stringify(job?.opts)).toContain(callerTrace);
+      expect(JSON.stringify(job?.opts)).not.toContain('caller-baggage');
+    } finally {
+      await queue.close();
+    }
   });
 
   it('starts traces for requests only: closing the mail queue at shutdown is none', async () => {
