@@ -246,7 +246,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule the deletion of the caller's account
-         * @description The account is erased `ACCOUNT_DELETION_GRACE` seconds from now (`accountDeletionScheduledFor`); an email tells the date. Until then everything works as before and the deletion can be cancelled. Then every session ends and the personal data is erased. 409: already scheduled.
+         * @description The account is erased `ACCOUNT_DELETION_GRACE` seconds from now (`accountDeletionScheduledFor`); an email tells the date. Until then everything works as before and the deletion can be cancelled. Then every session ends and the personal data is erased. 409: already scheduled. 429: cancelled less than `ACCOUNT_DELETION_REQUEST_COOLDOWN` seconds ago (each change emails the account).
          */
         post: operations["requestAccountDeletion"];
         /**
@@ -2754,7 +2754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
+            /** @description Too many requests: the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

@@ -240,6 +240,12 @@ export const GatewayConfigSchema = Type.Object({
         maximum: YEAR,
       },
     ),
+    deletionRequestCooldown: Int(
+      'ACCOUNT_DELETION_REQUEST_COOLDOWN',
+      600,
+      'Seconds (at most a day) after a cancelled deletion before the account may schedule it again (429 until then): each change emails the account, so this bounds how often.',
+      { maximum: DAY },
+    ),
     deletionSweepInterval: Int(
       'ACCOUNT_DELETION_SWEEP_INTERVAL',
       60,

@@ -98,6 +98,7 @@ export function createServices(
     clock,
     log,
     grace: config.users.deletionGrace,
+    requestCooldown: config.users.deletionRequestCooldown,
   });
 
   return {

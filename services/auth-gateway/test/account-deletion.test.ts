@@ -154,6 +154,7 @@ const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionSto
     clock,
     log: app.log,
     grace: GRACE,
+    requestCooldown: 600,
     activeSessions,
   });
 
@@ -259,7 +260,19 @@ describe('requesting and cancelling a deletion', () => {
       'No deletion of this account is scheduled',
     ]);
 
+    // Each change emails the account: a new request waits ACCOUNT_DELETION_REQUEST_COOLDOWN (600 s).
     clock.advance(60);
+    const early = await requestDeletion(app, carol.accessToken);
+    expect(early.statusCode).toBe(429);
+    expect(early.headers['retry-after']).toBe('540');
+    expect(body(early).errors).toEqual([
+      'Too many requests',
+      'The deletion of this account was cancelled moments ago',
+      'Try again in 540 seconds',
+    ]);
+    expect(body(await me(app, carol.accessToken)).data.accountDeletionStatus).toBe('cancelled');
+
+    clock.advance(540);
     const renewed = await requestDeletion(app, carol.accessToken);
     expect(renewed.statusCode).toBe(200);
     expect(body(renewed).data).toMatchObject({
@@ -826,12 +839,12 @@ describe('emails', () => {
     await mailWorker.worker.pause();
     const requestedAt = clock.now();
     const cancelledAt = new Date(requestedAt.getTime() + 1000);
-    const requestedAgainAt = new Date(requestedAt.getTime() + 2000);
+    const requestedAgainAt = new Date(cancelledAt.getTime() + 600_000);
     try {
       await requestDeletion(app, jules.accessToken);
       clock.advance(1);
       await cancelDeletion(app, jules.accessToken);
-      clock.advance(1);
+      clock.advance(600);
       await requestDeletion(app, jules.accessToken);
 
       const waiting = await app.mailQueue.getWaiting();
@@ -943,7 +956,7 @@ describe('emails', () => {
     expect((await requestDeletion(app, lena.accessToken)).statusCode).toBe(200);
     clock.advance(60);
     expect((await cancelDeletion(app, lena.accessToken)).statusCode).toBe(200);
-    clock.advance(60);
+    clock.advance(600);
     expect((await requestDeletion(app, lena.accessToken)).statusCode).toBe(200);
     // Sent before the date passes: the mailer drops notices outdated by its clock (and, the notices
     // of the first request and the cancellation, by the next transition if they were still queued).

@@ -4,11 +4,14 @@ import type { SecurityEventType } from '../security-events/event-types.ts';
 import type { SessionEndReason } from '../sessions/sessions.repository.ts';
 import type { UserRow } from '../users/user.ts';
 
-/** Schedules the deletion when none is (never requested, or cancelled); otherwise changes nothing. */
+/**
+ * Schedules the deletion when none is (never requested, or cancelled before `cancelledBefore`);
+ * otherwise changes nothing.
+ */
 export function scheduleDeletion(
   trx: Transaction<Database>,
   userId: string,
-  { now, scheduledFor }: { now: Date; scheduledFor: Date },
+  { now, scheduledFor, cancelledBefore }: { now: Date; scheduledFor: Date; cancelledBefore: Date },
 ): Promise<UserRow | undefined> {
   return trx
     .updateTable('users')
@@ -21,7 +24,13 @@ export function scheduleDeletion(
     })
     .where('id', '=', userId)
     .where((eb) =>
-      eb.or([eb('accountDeletionStatus', 'is', null), eb('accountDeletionStatus', '=', 'cancelled')]),
+      eb.or([
+        eb('accountDeletionStatus', 'is', null),
+        eb.and([
+          eb('accountDeletionStatus', '=', 'cancelled'),
+          eb('accountDeletionCancelledAt', '<=', cancelledBefore),
+        ]),
+      ]),
     )
     .returningAll()
     .executeTakeFirst();
@@ -47,7 +56,7 @@ export function cancelDeletion(
 export function findDeletion(db: Kysely<Database>, userId: string) {
   return db
     .selectFrom('users')
-    .select(['accountDeletionStatus', 'accountDeletionScheduledFor'])
+    .select(['accountDeletionStatus', 'accountDeletionScheduledFor', 'accountDeletionCancelledAt'])
     .where('id', '=', userId)
     .executeTakeFirst();
 }

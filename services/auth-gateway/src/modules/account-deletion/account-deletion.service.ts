@@ -28,6 +28,8 @@ export interface AccountDeletionOptions {
   log: FastifyBaseLogger;
   /** Seconds from a request to the erasure (ACCOUNT_DELETION_GRACE). */
   grace: number;
+  /** Seconds after a cancellation before the next request (ACCOUNT_DELETION_REQUEST_COOLDOWN). */
+  requestCooldown: number;
 }
 
 /** Where the caller is, and which session asks. */
@@ -47,8 +49,12 @@ export function createAccountDeletion({
   clock,
   log,
   grace,
+  requestCooldown,
 }: AccountDeletionOptions) {
-  /** Why a transition did not apply: the account is gone (as if signed out), or in the wrong state. */
+  /**
+   * Why a transition did not apply: the account is gone (as if signed out), in the wrong state, or
+   * (for a request) cancelled less than `requestCooldown` ago.
+   */
   async function refusal(
     trx: Kysely<Database>,
     userId: string,
@@ -57,6 +63,11 @@ export function createAccountDeletion({
   ) {
     const deletion = await repository.findDeletion(trx, userId);
     if (!deletion || deletion.accountDeletionStatus === 'finalized') return new GatewayError('SESSION_ENDED');
+    const cancelledAt = deletion.accountDeletionCancelledAt;
+    if (wrongState === 'scheduled' && deletion.accountDeletionStatus === 'cancelled' && cancelledAt) {
+      const retryAfter = Math.ceil((cancelledAt.getTime() + requestCooldown * 1000 - now.getTime()) / 1000);
+      return new GatewayError('DELETION_TOO_SOON', [`Try again in ${retryAfter} seconds`], retryAfter);
+    }
     if (wrongState === 'scheduled') return new GatewayError('DELETION_ALREADY_SCHEDULED');
     const due = deletion.accountDeletionScheduledFor;
     if (deletion.accountDeletionStatus === 'scheduled' && due && due <= now)
@@ -81,8 +92,9 @@ export function createAccountDeletion({
     async request(userId: string, { sessionId, ...client }: Caller): Promise<UserRow> {
       const now = clock.now();
       const scheduledFor = new Date(now.getTime() + grace * 1000);
+      const cancelledBefore = new Date(now.getTime() - requestCooldown * 1000);
       const user = await db.transaction().execute(async (trx) => {
-        const row = await repository.scheduleDeletion(trx, userId, { now, scheduledFor });
+        const row = await repository.scheduleDeletion(trx, userId, { now, scheduledFor, cancelledBefore });
         if (!row) throw await refusal(trx, userId, now, 'scheduled');
         const details = { scheduledFor: scheduledFor.toISOString() };
         await securityLog.record(

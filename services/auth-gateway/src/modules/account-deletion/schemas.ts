@@ -10,7 +10,8 @@ export const requestDeletionSchema = {
   description:
     'The account is erased `ACCOUNT_DELETION_GRACE` seconds from now (`accountDeletionScheduledFor`); ' +
     'an email tells the date. Until then everything works as before and the deletion can be ' +
-    'cancelled. Then every session ends and the personal data is erased. 409: already scheduled.',
+    'cancelled. Then every session ends and the personal data is erased. 409: already scheduled. 429: ' +
+    'cancelled less than `ACCOUNT_DELETION_REQUEST_COOLDOWN` seconds ago (each change emails the account).',
   tags,
   security: bearer,
   response: {
@@ -22,7 +23,12 @@ export const requestDeletionSchema = {
       }),
       description: 'Scheduled: the User, with the date of the deletion',
     },
-    ...errorResponses(401, [409, 'a deletion is already scheduled'], 503),
+    ...errorResponses(
+      401,
+      [409, 'a deletion is already scheduled'],
+      [429, 'the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago'],
+      503,
+    ),
   },
 };
 
