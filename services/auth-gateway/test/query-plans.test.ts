@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@tessera/testing';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -57,6 +58,43 @@ describe("one user's sessions", () => {
     const ending = { userId, ipAddress: '192.0.2.1', userAgent: null, now };
     expect(await sessions.logoutEverywhere(db, ending, true)).toMatchObject({ ended: 5 });
     expect(await planOfLast()).not.toContain('Seq Scan');
+  });
+});
+
+describe('a refresh', () => {
+  it('updates its token and its session in place (HOT): no index entry for either', async () => {
+    const { rows } = await pool.query<{ tokenHash: Buffer }>(
+      `select token_hash as "tokenHash" from refresh_tokens t join sessions s on s.id = t.session_id
+        where t.rotated_at is null and s.ended_at is null limit 1`,
+    );
+    const now = new Date();
+    const hot = await db.transaction().execute(async (trx) => {
+      // This connection's counts not yet reported include its statements before: the difference counts.
+      const counts = async () => {
+        const { rows: stats } = await sql<{ relname: string; updated: string; hot: string }>`
+          select relname, n_tup_upd as updated, n_tup_hot_upd as hot from pg_stat_xact_user_tables
+          where relname in ('refresh_tokens', 'sessions') order by relname`.execute(trx);
+        return stats.map(({ updated, hot }) => [Number(updated), Number(hot)]);
+      };
+      const before = await counts();
+      const rotated = await sessions.rotateRefreshToken(trx, {
+        tokenHash: rows[0]?.tokenHash as Buffer,
+        successorHash: randomBytes(32),
+        successorSealed: randomBytes(48),
+        now,
+        expiresAt: new Date(now.getTime() + 86_400_000),
+      });
+      expect(rotated).toBeDefined();
+      const after = await counts();
+      return ['refresh_tokens', 'sessions'].map((table, i) => [
+        table,
+        ...(after[i] ?? []).map((count, j) => count - (before[i]?.[j] ?? 0)),
+      ]);
+    });
+    expect(hot).toEqual([
+      ['refresh_tokens', 1, 1],
+      ['sessions', 1, 1],
+    ]);
   });
 });
 
