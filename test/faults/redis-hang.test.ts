@@ -50,8 +50,20 @@ it('answers 503 while Redis hangs, and serves as before once it answers', { time
     refreshed = await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken });
     expect(refreshed.status).toBe(200);
     // A replaced token presented after the grace ends its session; Redis fails the session key's
-    // delete (503), and the theft is recorded all the same.
+    // delete (503), and the theft is recorded all the same. The session's current token, rotated
+    // meanwhile (each request waits 2 s on its first Redis command, the refresh 2 s more on its
+    // second, after its rotation), gets no pair for the session that has ended: 503 as well.
+    // Its Redis commands time out one after another, 2 s each: longer than tessera.call waits.
+    const current = fetch(`${tessera.baseUrl}/api/v1/auth/refresh-token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken: rotated.data.refreshToken }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     answers.push(await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken: replaced }));
+    const ended = await current;
+    answers.push({ status: ended.status, headers: ended.headers, json: await ended.json() });
     for (const answer of answers) {
       expect(answer.status).toBe(503);
       expect(answer.json).toMatchObject({ isSuccess: false, statusCode: 503, data: null });

@@ -2754,7 +2754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Too many requests: the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago */
+            /** @description Too many requests: the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago, or a rate limit is reached */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

@@ -49,7 +49,10 @@ export const ERRORS = {
   DELETION_ALREADY_SCHEDULED: { status: 409, detail: 'The deletion of this account is already scheduled' },
   DELETION_NOT_SCHEDULED: { status: 409, detail: 'No deletion of this account is scheduled' },
   DELETION_DUE: { status: 409, detail: 'The deletion of this account is due and can no longer be cancelled' },
-  DELETION_TOO_SOON: { status: 429, detail: 'The deletion of this account was cancelled moments ago' },
+  DELETION_TOO_SOON: {
+    status: 429,
+    detail: 'The deletion of this account was cancelled too recently to schedule it again',
+  },
 
   // Sessions and refresh tokens
   REFRESH_TOKEN_INVALID: { status: 401, detail: 'Refresh token is invalid, expired or revoked' },

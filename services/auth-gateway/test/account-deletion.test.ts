@@ -267,7 +267,7 @@ describe('requesting and cancelling a deletion', () => {
     expect(early.headers['retry-after']).toBe('540');
     expect(body(early).errors).toEqual([
       'Too many requests',
-      'The deletion of this account was cancelled moments ago',
+      'The deletion of this account was cancelled too recently to schedule it again',
       'Try again in 540 seconds',
     ]);
     expect(body(await me(app, carol.accessToken)).data.accountDeletionStatus).toBe('cancelled');

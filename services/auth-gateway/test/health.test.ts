@@ -165,6 +165,24 @@ async function gatewayOn(databaseUrl: string) {
 
 const SCHEMA_BEHIND = ['Service unavailable', 'postgres schema is behind: run pnpm db:migrate'];
 
+describe('on tables Postgres would not vacuum', () => {
+  it('warns at start, naming them', async () => {
+    const database = await createTestDatabase();
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    await admin.query('alter table refresh_tokens set (autovacuum_enabled = false)');
+    await admin.end();
+    const { app, lines } = await gatewayOn(database.url);
+    try {
+      const warnings = lines.filter((line) => /autovacuum is disabled/.test(String(line.msg)));
+      expect(warnings).toEqual([expect.objectContaining({ level: 40, tables: ['refresh_tokens'] })]);
+    } finally {
+      await app.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('on a database not migrated', () => {
   it('is not ready and says why, warns once at start without a stack, and is ready once migrated', async () => {
     const database = await createTestDatabase({ migrated: false });

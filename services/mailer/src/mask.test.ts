@@ -57,19 +57,37 @@ describe('maskAddresses', () => {
     const replies = [
       '550 5.1.1 <jane.doe>: Recipient address rejected: User unknown in local recipient table',
       '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=jane.doe%40example.com',
+      '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=jane.doe&reason=unknown',
       '550 5.2.1 Mailbox jane.doe@example.com/INBOX disabled',
-      '550 5.1.1 No such user Jane.Doe.',
     ];
     expect(replies.map((reply) => maskAddresses(reply, 'jane.doe@example.com'))).toEqual([
       '550 5.1.1 <j***@example.com>: Recipient address rejected: User unknown in local recipient table',
       '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=j***@example.com',
+      '550 5.1.1 Unknown user; see https://bounce.example.net/why?rcpt=j***@example.com&reason=unknown',
       '550 5.2.1 Mailbox j***@example.com/INBOX disabled',
-      '550 5.1.1 No such user j***@example.com.',
     ]);
-    expect(maskAddresses("550 5.1.1 <mary.o'brien@example.com>: unknown", "mary.o'brien@example.com")).toBe(
-      '550 5.1.1 <m***@example.com>: unknown',
+    const mary = "mary.o'brien@example.com";
+    expect(maskAddresses(`550 5.1.1 <${mary}>: unknown`, mary)).toBe('550 5.1.1 <m***@example.com>: unknown');
+    // Encoded as most URL encoders do (encodeURIComponent leaves the apostrophe), and a +tag's base.
+    expect(maskAddresses('550 see /why?rcpt=mary.o%27brien%40example.com', mary)).toBe(
+      '550 see /why?rcpt=m***@example.com',
     );
-    // Whole words only: a short local part inside other words is left alone.
+    expect(maskAddresses('550 5.1.1 <jane>: no such user', 'jane+news@example.com')).toBe(
+      '550 5.1.1 <j***@example.com>: no such user',
+    );
+  });
+
+  it("leaves the reply's own words alone when the recipient's local part is one of them", () => {
+    expect(
+      maskAddresses(
+        '550 5.1.1 <user@example.com>: Recipient address rejected: User unknown',
+        'user@example.com',
+      ),
+    ).toBe('550 5.1.1 <u***@example.com>: Recipient address rejected: User unknown');
+    // The reply's code stays as it is, so a policy refusal is still told from the others.
+    expect(maskAddresses('554 5.7.1 <554@example.com>: Relay access denied', '554@example.com')).toBe(
+      '554 5.7.1 <5***@example.com>: Relay access denied',
+    );
     expect(maskAddresses('550 5.1.1 <jo>: joke of a user', 'jo@example.com')).toBe(
       '550 5.1.1 <j***@example.com>: joke of a user',
     );

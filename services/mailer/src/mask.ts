@@ -13,19 +13,36 @@ export const isMasked = (email: string) => maskEmail(email) === email;
 const ADDRESS = /[^\s<>()[\]"',;:]+@[^\s<>()[\]"',;:@/]+/g;
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const alternatives = (forms: string[]) =>
+  [...new Set(forms)]
+    .filter((form) => form.length > 0)
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp)
+    .join('|');
+
+/** Every byte but letters, digits, `.`, `_` and `-` percent-encoded, as most URL encoders write it. */
+const percentEncoded = (text: string) =>
+  [...new TextEncoder().encode(text)]
+    .map((byte) => {
+      const char = String.fromCharCode(byte);
+      return /[A-Za-z0-9._-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
 
 /**
- * The recipient in the forms a server's reply may quote it, which need not look like an address: its
- * local part alone (`<jane.doe>: user unknown`), percent-encoded in a URL, followed by a mailbox path,
- * or holding a character ADDRESS stops at (`mary.o'brien@…`). Whole words only (a sentence's full
- * stop may follow).
+ * The recipient in the forms a server's reply may give it beyond what ADDRESS finds: whole, followed
+ * by a mailbox path or holding a character ADDRESS stops at (`mary.o'brien@…/INBOX`), as a word;
+ * percent-encoded in a URL; and its local part alone (or the part before a `+` tag) where a reply
+ * quotes one: `<jane.doe>`, `"jane.doe"`, `rcpt=jane.doe`. Not a local part in free text, where it
+ * may be a word of the reply itself (`user@…` and "User unknown").
  */
 function recipientForms(recipient: string): string {
   const local = recipient.slice(0, recipient.lastIndexOf('@'));
-  const forms = [...new Set([recipient, encodeURIComponent(recipient), local, encodeURIComponent(local)])]
-    .filter((form) => form.length > 0)
-    .sort((a, b) => b.length - a.length);
-  return `(?<![\\w.+%-])(?<recipient>${forms.map(escapeRegExp).join('|')})(?![\\w+%-]|\\.\\w)`;
+  const tagless = local.split('+')[0] ?? local;
+  const encodings = (text: string) => [text, encodeURIComponent(text), percentEncoded(text)];
+  const whole = alternatives(encodings(recipient));
+  const bare = alternatives([...encodings(local), ...encodings(tagless)]);
+  return `(?<![\\w.+%-])(?<recipient>${whole})(?![\\w+%-]|\\.\\w)|(?<=[<"'=/])(?<bare>${bare})(?=[>"'&\\s]|$)`;
 }
 
 /**
@@ -39,10 +56,10 @@ export function maskAddresses(text: string, recipient?: string): string {
   for (const match of text.matchAll(pattern)) {
     const [found] = match;
     const end = match.index + found.length;
-    const isPath = text[end] === '/' && !match.groups?.recipient;
-    masked +=
-      text.slice(from, match.index) +
-      (isPath ? found : maskEmail(recipient && match.groups?.recipient ? recipient : found));
+    const isRecipient =
+      recipient !== undefined && (match.groups?.recipient ?? match.groups?.bare) !== undefined;
+    const isPath = text[end] === '/' && !isRecipient;
+    masked += text.slice(from, match.index) + (isPath ? found : maskEmail(isRecipient ? recipient : found));
     from = end;
   }
   return masked + text.slice(from);

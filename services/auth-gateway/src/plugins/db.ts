@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DependencyUnavailableError } from '@tessera/contracts';
+import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
@@ -102,8 +103,31 @@ function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): Post
 }
 
 /**
+ * Warns when Postgres would not vacuum Tessera's tables: every refresh and sweep leaves dead rows,
+ * which then pile up (the tables grow by megabytes a minute under load, their indexes too).
+ */
+async function warnIfNotVacuumed(db: Kysely<Database>, log: FastifyBaseLogger): Promise<void> {
+  const { rows } = await sql<{ autovacuum: string; disabled: string[] }>`
+    select current_setting('autovacuum') as autovacuum,
+      array(select relname::text from pg_class
+        where relnamespace = 'public'::regnamespace and relkind = 'r'
+          and 'autovacuum_enabled=false' = any(reloptions) order by relname) as disabled`.execute(db);
+  const { autovacuum, disabled = [] } = rows[0] ?? { autovacuum: 'on' };
+  if (autovacuum !== 'on')
+    log.warn(
+      {},
+      'Postgres autovacuum is off: dead rows pile up in every table; turn it on (autovacuum = on)',
+    );
+  if (disabled.length > 0)
+    log.warn(
+      { tables: disabled },
+      'Postgres autovacuum is disabled for some tables: their dead rows pile up',
+    );
+}
+
+/**
  * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
- * lacks a migration warns: the gateway runs but is not ready), closed on shutdown.
+ * lacks a migration, or tables Postgres would not vacuum, warn: the gateway runs), closed on shutdown.
  */
 export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
   async function dbPlugin(app, { url, poolSize, statementTimeout }) {
@@ -139,6 +163,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
     });
     await sql`select 1`.execute(db);
     await warnIfSchemaBehind(db, app.log);
+    await warnIfNotVacuumed(db, app.log);
   },
   { name: 'db' },
 );

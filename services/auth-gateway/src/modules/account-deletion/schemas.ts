@@ -26,7 +26,10 @@ export const requestDeletionSchema = {
     ...errorResponses(
       401,
       [409, 'a deletion is already scheduled'],
-      [429, 'the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago'],
+      [
+        429,
+        'the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago, or a rate limit is reached',
+      ],
       503,
     ),
   },

@@ -45,9 +45,12 @@ export function refreshSession(context: SessionsContext) {
     } catch (err) {
       // The rotation is committed: answering 503 would leave the client with the token it replaced,
       // which becomes a reuse (the session ended as stolen) once REFRESH_REUSE_GRACE has passed,
-      // however long Redis is away. The pair goes out; its access token is refused while Redis is
-      // away, and a key left unextended expires early, so the client refreshes and sets it again.
+      // however long Redis is away. So the pair goes out, unless the session has ended meanwhile
+      // (a revocation or a reuse whose key delete Redis failed too). Its access token is refused
+      // while Redis is away, and a key left unextended expires early: the client refreshes again.
       if (!(err instanceof DependencyUnavailableError && err.dependency === 'redis')) throw err;
+      const session = await repository.findUserSession(db, userId, sessionId);
+      if (!session || session.endedAt) return { kind: 'ended', sessionId };
       log.warn({ sessionId }, "redis unavailable: refreshed without moving the session's key");
     }
     return {
@@ -106,16 +109,19 @@ export function refreshSession(context: SessionsContext) {
           { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ipAddress },
           'refresh token reuse detected: session ended',
         );
-        // Recorded first: a Redis that fails the key's delete (503) leaves the alarm recorded.
-        await securityLog.recordAfter({
-          type: 'refresh_reuse',
-          userId: outcome.userId,
-          sessionId: outcome.sessionId,
-          client,
-          details: { rotatedAt: outcome.rotatedAt.toISOString() },
-          at: now,
-        });
-        await activeSessions.remove([outcome.sessionId]);
+        // Side by side: a Redis that fails the key's delete (503) leaves the alarm recorded, and a
+        // slow Postgres does not hold up the delete.
+        await Promise.all([
+          securityLog.recordAfter({
+            type: 'refresh_reuse',
+            userId: outcome.userId,
+            sessionId: outcome.sessionId,
+            client,
+            details: { rotatedAt: outcome.rotatedAt.toISOString() },
+            at: now,
+          }),
+          activeSessions.remove([outcome.sessionId]),
+        ]);
         throw new GatewayError('REFRESH_TOKEN_REUSED');
       case 'rotated':
       case 'again':
