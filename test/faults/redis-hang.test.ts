@@ -1,4 +1,4 @@
-import type { PrivateRedis } from '@tessera/testing';
+import type { Json, PrivateRedis } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOnPrivateRedis, type Tessera } from './tessera.ts';
 
@@ -63,7 +63,7 @@ it('answers 503 while Redis hangs, and serves as before once it answers', { time
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     answers.push(await tessera.call('POST', '/api/v1/auth/refresh-token', { refreshToken: replaced }));
     const ended = await current;
-    answers.push({ status: ended.status, headers: ended.headers, json: await ended.json() });
+    answers.push({ status: ended.status, headers: ended.headers, json: (await ended.json()) as Json });
     for (const answer of answers) {
       expect(answer.status).toBe(503);
       expect(answer.json).toMatchObject({ isSuccess: false, statusCode: 503, data: null });
