@@ -170,12 +170,16 @@ describe('on tables Postgres would not vacuum', () => {
     const database = await createTestDatabase();
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
-    await admin.query('alter table refresh_tokens set (autovacuum_enabled = false)');
+    // Postgres keeps the value as written: off, 0 and false all turn it off.
+    await admin.query('alter table refresh_tokens set (autovacuum_enabled = off)');
+    await admin.query('alter table security_events set (autovacuum_enabled = 0)');
     await admin.end();
     const { app, lines } = await gatewayOn(database.url);
     try {
       const warnings = lines.filter((line) => /autovacuum is disabled/.test(String(line.msg)));
-      expect(warnings).toEqual([expect.objectContaining({ level: 40, tables: ['refresh_tokens'] })]);
+      expect(warnings).toEqual([
+        expect.objectContaining({ level: 40, tables: ['refresh_tokens', 'security_events'] }),
+      ]);
     } finally {
       await app.close();
       await database.drop();

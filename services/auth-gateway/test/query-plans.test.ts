@@ -151,6 +151,38 @@ describe('the retention sweep', () => {
     expect(deletesOf('security_events')).toBe(batches);
   });
 
+  it('deletes rotated tokens once the backlog of expired sessions is gone, not reading past their tokens', async () => {
+    // 250 sessions expired two months ago, never refreshed: their current tokens sit in the index of
+    // expiry among the 50 rotated tokens that expired then.
+    await sql`with expired as (select s.id from sessions s join refresh_tokens t on t.session_id = s.id
+          where s.ended_at is null and t.rotated_at is null limit 250),
+        s as (update sessions set expires_at = now() - interval '60 days' where id in (select id from expired))
+      update refresh_tokens set expires_at = now() - interval '60 days'
+      where session_id in (select id from expired)`.execute(db);
+    await sql`insert into refresh_tokens (token_hash, session_id, issued_at, expires_at, rotated_at)
+      select sha256((id::text || '-rotated')::bytea), id, now() - interval '90 days',
+        now() - interval '60 days', now() - interval '89 days'
+      from sessions where expires_at > now() limit 50`.execute(db);
+    await sql`analyze`.execute(db);
+
+    const sweep = retentionBatches({
+      db,
+      clock: systemClock,
+      sessionRetention: 86_400,
+      securityEventRetention: 365 * 86_400,
+    });
+    statements.length = 0;
+    while ((await sweep(100)) === 100);
+    const deletes = statements
+      .map((statement) => /^delete from "?(\w+)"? /.exec(statement.sql.trimStart())?.[1])
+      .filter((table) => table === 'sessions' || table === 'refresh_tokens');
+    // Three batches of sessions (100, 100, 50), each two statements (ended, expired); then the tokens.
+    expect(deletes).toEqual([...Array(6).fill('sessions'), 'refresh_tokens']);
+    const { rows } = await sql<{ left: string }>`select count(*) as left from refresh_tokens
+      where expires_at < now() - interval '1 day'`.execute(db);
+    expect(Number(rows[0]?.left)).toBe(0);
+  });
+
   it('deletes old sessions without reading every security event, which keep their session id', async () => {
     // 20,000 events, two per session; 100 sessions ended two months ago.
     await sql`insert into security_events (type, user_id, session_id, created_at)

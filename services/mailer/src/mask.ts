@@ -30,39 +30,45 @@ const percentEncoded = (text: string) =>
     .join('');
 
 /**
- * The recipient in the forms a server's reply may give it beyond what ADDRESS finds: whole, followed
- * by a mailbox path or holding a character ADDRESS stops at (`mary.o'brien@…/INBOX`), as a word;
- * percent-encoded in a URL; and its local part alone (or the part before a `+` tag) where a reply
- * quotes one: `<jane.doe>`, `"jane.doe"`, `rcpt=jane.doe`. Not a local part in free text, where it
- * may be a word of the reply itself (`user@…` and "User unknown").
+ * The recipient in any form a server's reply may give it beyond what ADDRESS finds: whole, followed
+ * by a mailbox path or holding a character ADDRESS stops at (`mary.o'brien@…/INBOX`), percent-encoded
+ * (once or twice, in encoded brackets too), or its local part alone, or the part before a `+` tag
+ * (`<jane.doe>`, `User doesn't exist: jane.doe`). As whole words: a local part that is a word of the
+ * reply (`user@…` and "User unknown") is masked there too, an address's privacy first.
  */
 function recipientForms(recipient: string): string {
   const local = recipient.slice(0, recipient.lastIndexOf('@'));
   const tagless = local.split('+')[0] ?? local;
-  const encodings = (text: string) => [text, encodeURIComponent(text), percentEncoded(text)];
-  const whole = alternatives(encodings(recipient));
-  const bare = alternatives([...encodings(local), ...encodings(tagless)]);
-  return `(?<![\\w.+%-])(?<recipient>${whole})(?![\\w+%-]|\\.\\w)|(?<=[<"'=/])(?<bare>${bare})(?=[>"'&\\s]|$)`;
+  const encodings = (text: string) => {
+    const encoded = percentEncoded(text);
+    return [text, encodeURIComponent(text), encoded, encoded.replaceAll('%', '%25')];
+  };
+  const forms = alternatives([...encodings(recipient), ...encodings(local), ...encodings(tagless)]);
+  return `(?<=^|[^\\w.+%-]|%3C|%22|%27)(?<recipient>${forms})(?=$|%3E|%22|%27|\\.(?!\\w)|[^\\w.+%-])`;
 }
+
+// An SMTP reply's status and enhanced status (`554 5.7.1 `), which say how to handle it: never masked.
+const STATUS = /^\d{3}[ -](?:\d\.\d{1,3}\.\d{1,3} )?/;
 
 /**
  * Masks every address in a text, such as an SMTP reply (`550 <alice@example.com>: no such user`), and
  * the `recipient` of the email in any form the reply gives it.
  */
 export function maskAddresses(text: string, recipient?: string): string {
+  const status = recipient ? (STATUS.exec(text)?.[0] ?? '') : '';
+  const rest = text.slice(status.length);
   const pattern = recipient ? new RegExp(`${recipientForms(recipient)}|${ADDRESS.source}`, 'gi') : ADDRESS;
-  let masked = '';
+  let masked = status;
   let from = 0;
-  for (const match of text.matchAll(pattern)) {
+  for (const match of rest.matchAll(pattern)) {
     const [found] = match;
     const end = match.index + found.length;
-    const isRecipient =
-      recipient !== undefined && (match.groups?.recipient ?? match.groups?.bare) !== undefined;
-    const isPath = text[end] === '/' && !isRecipient;
-    masked += text.slice(from, match.index) + (isPath ? found : maskEmail(isRecipient ? recipient : found));
+    const isRecipient = recipient !== undefined && match.groups?.recipient !== undefined;
+    const isPath = rest[end] === '/' && !isRecipient;
+    masked += rest.slice(from, match.index) + (isPath ? found : maskEmail(isRecipient ? recipient : found));
     from = end;
   }
-  return masked + text.slice(from);
+  return masked + rest.slice(from);
 }
 
 /**

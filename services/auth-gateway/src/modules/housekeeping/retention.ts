@@ -20,15 +20,20 @@ export interface RetentionOptions {
  */
 export function retentionBatches({ db, clock, sessionRetention, securityEventRetention }: RetentionOptions) {
   const ago = (seconds: number) => new Date(clock.now().getTime() - seconds * 1000);
-  let left = [
-    (limit: number) => repository.deleteOldSessions(db, ago(sessionRetention), limit),
-    (limit: number) => repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit),
-    (limit: number) => repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit),
-  ];
+  type Kind = (limit: number) => Promise<number>;
+  const sessions: Kind = (limit) => repository.deleteOldSessions(db, ago(sessionRetention), limit);
+  const tokens: Kind = (limit) => repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit);
+  const events: Kind = (limit) => repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit);
+  let left = [sessions, tokens, events];
   return async (limit: number): Promise<number> => {
-    const counts: number[] = [];
-    for (const kind of left) counts.push(await kind(limit));
-    left = left.filter((_, i) => (counts[i] ?? 0) >= limit);
-    return Math.max(0, ...counts);
+    const counts = new Map<Kind, number>();
+    for (const kind of left) {
+      // Rotated tokens wait for the backlog of expired sessions: until it is gone, the index of the
+      // tokens' expiry also holds those sessions' current tokens, which every batch would read past.
+      const waits = kind === tokens && (counts.get(sessions) ?? 0) >= limit;
+      counts.set(kind, waits ? limit : await kind(limit));
+    }
+    left = left.filter((kind) => (counts.get(kind) ?? 0) >= limit);
+    return Math.max(0, ...counts.values());
   };
 }
