@@ -79,3 +79,31 @@ it('`pnpm db:migrate` three times at once on a missing database: all succeed, th
     await client.end();
   }
 });
+
+it('clears the sealed successors of tokens rotated before the grace window, once they were sealed with the token alone', async () => {
+  const url = missingDatabaseUrl();
+  expect((await migrate(url)).code).toBe(0);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    // A database as an earlier version left it: its last migration not yet applied, and tokens
+    // rotated an hour ago and a minute ago, each with its sealed successor.
+    await client.query(
+      `delete from kysely_migration where name = '2026_11_27_000300_refresh_tokens_successors_cleared'`,
+    );
+    await client.query(`
+      with u as (insert into users (email) values ('old@example.com') returning id),
+        s as (insert into sessions (user_id, created_at, last_used_at, expires_at)
+          select id, now(), now(), now() + interval '30 days' from u returning id)
+      insert into refresh_tokens (token_hash, session_id, issued_at, expires_at, rotated_at, successor_sealed)
+        select sha256(t::bytea), s.id, now() - interval '2 hours', now() + interval '30 days', now() - r, '\\x01'
+        from s, (values ('hour', interval '1 hour'), ('minute', interval '1 minute')) v(t, r)`);
+    expect((await migrate(url)).code).toBe(0);
+    const { rows } = await client.query(
+      `select successor_sealed is not null as sealed from refresh_tokens order by rotated_at`,
+    );
+    expect(rows).toEqual([{ sealed: false }, { sealed: true }]);
+  } finally {
+    await client.end();
+  }
+});

@@ -19,11 +19,17 @@ const MAIL_JOB_KEY_FORM = /^[A-Za-z0-9_-]+:[A-Za-z0-9+/]{43}=(,[A-Za-z0-9_-]+:[A
 /** Development and test only (production requires `MAIL_JOB_KEY`), so both services agree unconfigured. */
 const DEVELOPMENT_MAIL_JOB_KEY = 'dev:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdg=';
 
-/** Parses `MAIL_JOB_KEY` (unset: the development key); throws on a malformed entry or a key id given twice. */
-export function parseMailJobKeys(value = DEVELOPMENT_MAIL_JOB_KEY): MailJobKeys {
+/**
+ * Parses `MAIL_JOB_KEY` (unset: the development key); throws on a malformed entry, a key id given
+ * twice, or, in `production`, the development key, which Tessera's source publishes.
+ */
+export function parseMailJobKeys(value = DEVELOPMENT_MAIL_JOB_KEY, production = false): MailJobKeys {
   if (!MAIL_JOB_KEY_FORM.test(value)) {
     throw new Error('MAIL_JOB_KEY must be comma-separated kid:base64 entries of 32-byte keys');
   }
+  const published = DEVELOPMENT_MAIL_JOB_KEY.split(':')[1];
+  if (production && value.split(',').some((entry) => entry.split(':')[1] === published))
+    throw new Error("MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one");
   const entries = value.split(',').map((entry) => {
     const [id = '', key = ''] = entry.split(':');
     return [id, Buffer.from(key, 'base64')] as const;

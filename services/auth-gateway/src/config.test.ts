@@ -129,6 +129,28 @@ describe('loadConfig', () => {
     ).toBe('production');
   });
 
+  it("refuses in production the development OTP secret and mail job key, which Tessera's source publishes", () => {
+    const production = { APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', MAIL_JOB_KEY };
+    expect(() =>
+      loadConfig({ ...production, OTP_SECRET: 'tessera-development-otp-secret-not-for-production' }),
+    ).toThrowError(
+      "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
+    );
+    expect(() =>
+      loadConfig({
+        ...production,
+        OTP_SECRET: 'x'.repeat(32),
+        MAIL_JOB_KEY: `k2:${'B'.repeat(43)}=,dev:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdg=`,
+      }),
+    ).toThrowError(
+      "Invalid configuration: MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one",
+    );
+    // In development they are what an unconfigured gateway and mailer agree on.
+    expect(loadConfig({ OTP_SECRET: 'tessera-development-otp-secret-not-for-production' }).env).toBe(
+      'development',
+    );
+  });
+
   it('refuses two signing keys: a new key file beside the old key in the environment would be ignored', () => {
     expect(() =>
       loadConfig({ JWT_PRIVATE_KEY: 'old key', JWT_PRIVATE_KEY_FILE: '/keys/new-key.pem' }),

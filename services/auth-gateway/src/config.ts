@@ -160,7 +160,7 @@ export const GatewayConfigSchema = Type.Object({
   otp: Type.Object({
     secret: Optional(
       'OTP_SECRET',
-      'At least 32 characters other than blanks; key of the code hashes. Required in production (development uses a fixed value).',
+      "At least 32 characters other than blanks; key of the code hashes and of a rotated refresh token's sealed successor. Required in production (development uses a fixed value, which production refuses).",
       { minLength: 32 },
     ),
     ttl: Int('OTP_TTL', 300, 'Code lifetime, seconds (at most an hour).', { maximum: HOUR }),
@@ -329,6 +329,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(
       'Invalid configuration: set JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, not both (the signing key is one of them)',
     );
+  if (env.APP_ENV === 'production' && config.otp.secret?.trim() === DEVELOPMENT_OTP_SECRET)
+    throw new ConfigError(
+      "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
+    );
   // Blanks are no secret (36 of them pass the length); a trailing newline of a secret file is fine.
   if (config.otp.secret !== undefined && config.otp.secret.replaceAll(/\s/g, '').length < 32)
     throw new ConfigError(
@@ -357,7 +361,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       trustProxy: parseTrustProxy(config.http.trustProxy),
       corsOrigins: Object.freeze(parseOrigins(config.http.corsOrigins)) as string[],
     }),
-    mail: Object.freeze({ ...mail, jobKeys: parseSetting(() => parseMailJobKeys(jobKey)) }),
+    mail: Object.freeze({
+      ...mail,
+      jobKeys: parseSetting(() => parseMailJobKeys(jobKey, env.APP_ENV === 'production')),
+    }),
     otp: Object.freeze({ ...config.otp, secret: config.otp.secret ?? DEVELOPMENT_OTP_SECRET }),
     jwt: Object.freeze({
       ...config.jwt,

@@ -19,6 +19,7 @@ import { createOtpStore } from './modules/sign-in/otp.store.ts';
 import { otpEmailQueue } from './modules/sign-in/otp-email.queue.ts';
 import { createSignInService } from './modules/sign-in/sign-in.service.ts';
 import type { SigningKey, VerificationKey } from './modules/tokens/keys.ts';
+import { successorSealer } from './modules/tokens/refresh-token.ts';
 import { createTokenService } from './modules/tokens/tokens.service.ts';
 import { createUsers } from './modules/users/users.service.ts';
 
@@ -64,6 +65,7 @@ export function createServices(
     accessTokenTtl: config.jwt.accessTokenTtl,
     refreshTokenTtl: config.sessions.refreshTokenTtl,
     refreshReuseGrace: config.sessions.refreshReuseGrace,
+    successors: successorSealer(config.otp.secret),
   });
   const signIn = createSignInService({
     otp: createOtpStore(redis, {

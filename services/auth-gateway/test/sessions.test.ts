@@ -4,6 +4,7 @@ import { createSecurityLog } from '../src/modules/security-events/security-event
 import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
 import { createSessions } from '../src/modules/sessions/sessions.ts';
 import { signingKeyFromPem } from '../src/modules/tokens/keys.ts';
+import { successorSealer } from '../src/modules/tokens/refresh-token.ts';
 import { createTokenService } from '../src/modules/tokens/tokens.service.ts';
 import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
 
@@ -207,6 +208,7 @@ describe('a refresh racing a logout', () => {
       accessTokenTtl: config.jwt.accessTokenTtl,
       refreshTokenTtl: config.sessions.refreshTokenTtl,
       refreshReuseGrace: config.sessions.refreshReuseGrace,
+      successors: successorSealer(config.otp.secret),
     });
 
     const refreshed = sessions.refresh(refreshToken, { ipAddress: '127.0.0.1', userAgent: null });

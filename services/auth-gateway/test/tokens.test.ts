@@ -1,6 +1,16 @@
-import { createHash, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createPublicKey,
+  generateKeyPairSync,
+  hkdfSync,
+  randomBytes,
+  verify as verifySignature,
+} from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { successorSealer } from '../src/modules/tokens/refresh-token.ts';
 import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const REFRESH = '/api/v1/auth/refresh-token';
@@ -170,6 +180,82 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect((await refresh(next.refreshToken)).statusCode).toBe(401);
     expect((await listSessions(next.accessToken)).statusCode).toBe(401);
     expect((await listSessions(first.accessToken)).statusCode).toBe(401);
+  });
+
+  it("keeps no successor the database and a session's old token open without the gateway's key", async () => {
+    // A dump of refresh_tokens and an old token of the session (an old backup of a device, a log):
+    // the sealed successors must not lead from it to the session's current token.
+    const first = await signIn(gateway.app, 'wendy@example.com');
+    let current = first.refreshToken;
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1);
+      current = body(await refresh(current)).data.refreshToken;
+    }
+    const rows = await gateway.app.db
+      .selectFrom('refreshTokens')
+      .select(['tokenHash', 'successorSealed'])
+      .execute();
+    const sealedAfter = (token: string) =>
+      rows.find((row) => row.tokenHash.equals(createHash('sha256').update(token).digest()))?.successorSealed;
+    const sealed = sealedAfter(first.refreshToken);
+    expect(sealed).toBeInstanceOf(Buffer);
+    // With the token alone, as the key was derived before (either layout): nothing opens.
+    const withTokenAlone = (token: string, seal: Buffer) =>
+      [0, 1].map((at) => {
+        const key = Buffer.from(hkdfSync('sha256', token, '', 'tessera refresh-token successor', 32));
+        const decipher = createDecipheriv('aes-256-gcm', key, seal.subarray(at, at + 12));
+        decipher.setAuthTag(seal.subarray(at + 12, at + 28));
+        try {
+          return Buffer.concat([decipher.update(seal.subarray(at + 28)), decipher.final()]).toString();
+        } catch {
+          return undefined;
+        }
+      });
+    expect(withTokenAlone(first.refreshToken, sealed as Buffer)).toEqual([undefined, undefined]);
+    expect(() => successorSealer('x'.repeat(40)).open(first.refreshToken, sealed as Buffer)).toThrow();
+    // The gateway, with its key, opens it for a retry inside the grace window.
+    expect(successorSealer(gateway.config.otp.secret).open(first.refreshToken, sealed as Buffer)).toMatch(
+      /^[\w-]{43}$/,
+    );
+  });
+
+  it('opens a successor sealed by a gateway of an earlier version, with the rotated token alone', async () => {
+    const first = await signIn(gateway.app, 'xena@example.com');
+    const successor = body(await refresh(first.refreshToken)).data;
+    // As an earlier gateway sealed it: no version byte, a key from the token alone.
+    const iv = randomBytes(12);
+    const key = Buffer.from(
+      hkdfSync('sha256', first.refreshToken, '', 'tessera refresh-token successor', 32),
+    );
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const text = Buffer.concat([cipher.update(successor.refreshToken, 'utf8'), cipher.final()]);
+    await gateway.app.db
+      .updateTable('refreshTokens')
+      .set({ successorSealed: Buffer.concat([iv, cipher.getAuthTag(), text]) })
+      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
+      .execute();
+    clock.advance(2);
+    const retried = await refresh(first.refreshToken);
+    expect(retried.statusCode).toBe(200);
+    expect(body(retried).data.refreshToken).toBe(successor.refreshToken);
+  });
+
+  it('answers 401, not an error, to a retry whose successor was sealed under another OTP_SECRET', async () => {
+    const first = await signIn(gateway.app, 'yuri@example.com');
+    const successor = body(await refresh(first.refreshToken)).data;
+    // Sealed by a gateway whose OTP_SECRET was changed since (within the grace window).
+    await gateway.app.db
+      .updateTable('refreshTokens')
+      .set({
+        successorSealed: successorSealer('y'.repeat(40)).seal(first.refreshToken, successor.refreshToken),
+      })
+      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
+      .execute();
+    clock.advance(2);
+    const retried = await refresh(first.refreshToken);
+    expect(retried.statusCode).toBe(401);
+    // The session goes on for the holder of the successor.
+    expect((await listSessions(successor.accessToken)).statusCode).toBe(200);
   });
 
   it('refuses an unknown token with 401 and a missing one with 400', async () => {

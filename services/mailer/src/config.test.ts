@@ -40,6 +40,19 @@ describe('loadConfig', () => {
     expect(startupError({ MAIL_JOB_KEY: 'k1' })).toMatch(/^Invalid configuration: MAIL_JOB_KEY must be /);
   });
 
+  it("refuses in production the development mail job key, which Tessera's source publishes", () => {
+    expect(
+      startupError({
+        APP_ENV: 'production',
+        SMTP_URL: 'smtps://smtp.example.com:465',
+        MAIL_FROM: 'a@example.com',
+        MAIL_JOB_KEY: 'dev:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdg=',
+      }),
+    ).toBe(
+      "Invalid configuration: MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one",
+    );
+  });
+
   it('names a MAILER_CONCURRENCY that is not a whole number in range', () => {
     expect(startupError({ MAILER_CONCURRENCY: 'abc' })).toBe(
       'Invalid configuration: MAILER_CONCURRENCY must be a whole number in decimal digits',

@@ -176,7 +176,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
     );
   const problem = senderProblem(config.smtp.from.trim());
   if (problem) throw new ConfigError(`Invalid configuration: MAIL_FROM ${problem}`);
-  return Object.freeze({ ...config, mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey)) });
+  const production = env.APP_ENV === 'production';
+  return Object.freeze({
+    ...config,
+    mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey, production)),
+  });
 }
 
 export type QueueConfig = Static<typeof queue>;

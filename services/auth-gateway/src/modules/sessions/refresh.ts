@@ -1,12 +1,7 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
 import { GatewayError } from '../../errors.ts';
 import type { ClientInfo } from '../security-events/security-events.ts';
-import {
-  generateRefreshToken,
-  hashRefreshToken,
-  openSuccessor,
-  sealSuccessor,
-} from '../tokens/refresh-token.ts';
+import { generateRefreshToken, hashRefreshToken } from '../tokens/refresh-token.ts';
 import type { TokenPair } from '../tokens/schemas.ts';
 import { refreshes, sessionsEnded } from './metrics.ts';
 import { type SessionsContext, seconds, tokenPair } from './sessions.context.ts';
@@ -25,7 +20,7 @@ type Outcome =
  * within the grace window (parallel tabs) and ends the whole session after it (theft).
  */
 export function refreshSession(context: SessionsContext) {
-  const { db, clock, activeSessions, securityLog, log } = context;
+  const { db, clock, activeSessions, securityLog, log, successors } = context;
 
   /** The rotation, in one statement; then the session's key follows the session's new expiry. */
   async function rotate(presented: string, now: Date): Promise<Outcome | undefined> {
@@ -34,7 +29,7 @@ export function refreshSession(context: SessionsContext) {
     const rotated = await repository.rotateRefreshToken(db, {
       tokenHash: hashRefreshToken(presented),
       successorHash: hashRefreshToken(successor),
-      successorSealed: sealSuccessor(presented, successor),
+      successorSealed: successors.seal(presented, successor),
       now,
       expiresAt,
     });
@@ -70,6 +65,15 @@ export function refreshSession(context: SessionsContext) {
     return session !== undefined && !session.endedAt;
   }
 
+  function opened(presented: string, sealed: Buffer): string | undefined {
+    try {
+      return successors.open(presented, sealed);
+    } catch {
+      log.warn({}, "a rotated token's successor did not open: OTP_SECRET differs from its sealer's");
+      return undefined;
+    }
+  }
+
   /** Why a token was not rotated: unknown or expired, its session ended, or rotated before. */
   async function notRotated(presented: string, now: Date): Promise<Outcome> {
     const token = await repository.findRefreshToken(db, hashRefreshToken(presented));
@@ -81,7 +85,9 @@ export function refreshSession(context: SessionsContext) {
     // shortens or lengthens the window by as much (README, Operations: the clocks must agree).
     const sinceRotation = now.getTime() - token.rotatedAt.getTime();
     if (token.successorSealed && sinceRotation <= seconds(context.refreshReuseGrace)) {
-      const successor = openSuccessor(presented, token.successorSealed);
+      const successor = opened(presented, token.successorSealed);
+      // Sealed under another OTP_SECRET (changed within the window): it cannot be given again.
+      if (successor === undefined) return { kind: 'invalid' };
       const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
       return { kind: 'again', pair: tokenPair(context, claims, successor, token.rotatedAt, now) };
     }

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
 import type { SecurityLog } from '../security-events/security-events.ts';
+import type { SuccessorSealer } from '../tokens/refresh-token.ts';
 import type { TokenPair } from '../tokens/schemas.ts';
 import type { AccessClaims, TokenService } from '../tokens/tokens.service.ts';
 import type { ActiveSessionStore } from './active-sessions.store.ts';
@@ -18,6 +19,8 @@ export interface SessionsContext {
   accessTokenTtl: number;
   refreshTokenTtl: number;
   refreshReuseGrace: number;
+  /** Seals a rotated token's successor for the grace window. */
+  successors: SuccessorSealer;
 }
 
 export const seconds = (n: number) => n * 1000;

@@ -10,21 +10,47 @@ export function hashRefreshToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-// The successor of a rotated token is sealed with a key only the rotated token can derive, so the
-// database never holds a usable token, yet a refresh retried inside the grace window gets the same one.
-function sealingKey(previous: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', previous, '', 'tessera refresh-token successor', 32));
+export type SuccessorSealer = ReturnType<typeof successorSealer>;
+
+/**
+ * The successor of a rotated token, sealed for the grace window: a refresh retried inside it gets the
+ * same one. Its key takes both the rotated token and a key of the gateway's (from OTP_SECRET), so the
+ * database never holds a usable token: neither a dump of it alone, nor a dump and a token of the
+ * session's past, whose chain of successors it would otherwise open up to the current one.
+ */
+export function successorSealer(secret: string) {
+  const serverKey = Buffer.from(hkdfSync('sha256', secret, '', 'tessera refresh-token successor key', 32));
+  const keyOf = (previous: string, version: number) =>
+    Buffer.from(
+      // Version 0, sealed before this one (no version byte): the rotated token alone.
+      hkdfSync(
+        'sha256',
+        previous,
+        version === VERSION ? serverKey : '',
+        'tessera refresh-token successor',
+        32,
+      ),
+    );
+  return {
+    seal(previous: string, successor: string): Buffer {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', keyOf(previous, VERSION), iv);
+      const body = Buffer.concat([cipher.update(successor, 'utf8'), cipher.final()]);
+      return Buffer.concat([Buffer.of(VERSION), iv, cipher.getAuthTag(), body]);
+    },
+    open(previous: string, sealed: Buffer): string {
+      // A version 0 seal holds its 43-character successor after a 12-byte IV and a 16-byte tag.
+      const version = sealed.length === 12 + 16 + 43 ? 0 : sealed[0];
+      const at = version === 0 ? 0 : 1;
+      const decipher = createDecipheriv(
+        'aes-256-gcm',
+        keyOf(previous, version ?? 0),
+        sealed.subarray(at, at + 12),
+      );
+      decipher.setAuthTag(sealed.subarray(at + 12, at + 28));
+      return Buffer.concat([decipher.update(sealed.subarray(at + 28)), decipher.final()]).toString('utf8');
+    },
+  };
 }
 
-export function sealSuccessor(previous: string, successor: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealingKey(previous), iv);
-  const body = Buffer.concat([cipher.update(successor, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]);
-}
-
-export function openSuccessor(previous: string, sealed: Buffer): string {
-  const decipher = createDecipheriv('aes-256-gcm', sealingKey(previous), sealed.subarray(0, 12));
-  decipher.setAuthTag(sealed.subarray(12, 28));
-  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
-}
+const VERSION = 1;
