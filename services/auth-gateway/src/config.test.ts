@@ -140,7 +140,8 @@ describe('loadConfig', () => {
       loadConfig({
         ...production,
         OTP_SECRET: 'x'.repeat(32),
-        MAIL_JOB_KEY: `k2:${'B'.repeat(43)}=,dev:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdg=`,
+        // The development key under another id, spelled with other padding bits (the same bytes).
+        MAIL_JOB_KEY: `k2:${'B'.repeat(43)}=,prod:aChNVorgtIZLj1LNoVvwAEamqBbsYjg+vtnPaa4kqdh=`,
       }),
     ).toThrowError(
       "Invalid configuration: MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one",

@@ -240,6 +240,25 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(body(retried).data.refreshToken).toBe(successor.refreshToken);
   });
 
+  it('opens no seal of a layout it does not know with the token alone (no downgrade)', async () => {
+    const first = await signIn(gateway.app, 'zack@example.com');
+    const successor = body(await refresh(first.refreshToken)).data;
+    // "Version 2" in front of what the token alone opens.
+    const iv = randomBytes(12);
+    const key = Buffer.from(
+      hkdfSync('sha256', first.refreshToken, '', 'tessera refresh-token successor', 32),
+    );
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const text = Buffer.concat([cipher.update(successor.refreshToken, 'utf8'), cipher.final()]);
+    await gateway.app.db
+      .updateTable('refreshTokens')
+      .set({ successorSealed: Buffer.concat([Buffer.of(2), iv, cipher.getAuthTag(), text]) })
+      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
+      .execute();
+    clock.advance(2);
+    expect((await refresh(first.refreshToken)).statusCode).toBe(401);
+  });
+
   it('answers 401, not an error, to a retry whose successor was sealed under another OTP_SECRET', async () => {
     const first = await signIn(gateway.app, 'yuri@example.com');
     const successor = body(await refresh(first.refreshToken)).data;

@@ -39,13 +39,19 @@ export function successorSealer(secret: string) {
       return Buffer.concat([Buffer.of(VERSION), iv, cipher.getAuthTag(), body]);
     },
     open(previous: string, sealed: Buffer): string {
-      // A version 0 seal holds its 43-character successor after a 12-byte IV and a 16-byte tag.
-      const version = sealed.length === 12 + 16 + 43 ? 0 : sealed[0];
+      // A 43-character successor after a 12-byte IV and a 16-byte tag: version 0 as it is, version 1
+      // behind its version byte. Nothing else opens.
+      const version =
+        sealed.length === SEALED ? 0 : sealed.length === SEALED + 1 && sealed[0] === VERSION ? VERSION : -1;
+      if (version < 0) throw new Error('not a sealed successor');
       const at = version === 0 ? 0 : 1;
       const decipher = createDecipheriv(
         'aes-256-gcm',
-        keyOf(previous, version ?? 0),
+        keyOf(previous, version),
         sealed.subarray(at, at + 12),
+        {
+          authTagLength: 16,
+        },
       );
       decipher.setAuthTag(sealed.subarray(at + 12, at + 28));
       return Buffer.concat([decipher.update(sealed.subarray(at + 28)), decipher.final()]).toString('utf8');
@@ -54,3 +60,4 @@ export function successorSealer(secret: string) {
 }
 
 const VERSION = 1;
+const SEALED = 12 + 16 + 43;
