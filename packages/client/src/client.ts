@@ -1,4 +1,4 @@
-import { notSignedIn, TesseraError } from './errors.ts';
+import { isRefusal, notSignedIn, TesseraError } from './errors.ts';
 import { sessionIdOf } from './jwt.ts';
 import { walkPages } from './pagination.ts';
 import { atMost, type Call, type Fetch, send, settledWithin, type Transport } from './request.ts';
@@ -120,10 +120,6 @@ const refreshTimeout = (timeout: number) =>
 /** Whether a refresh got no answer of the gateway's: none at all, or a proxy's page instead. */
 const unanswered = (error: unknown) => error instanceof TesseraError && error.isNetworkError;
 
-/** The gateway's refusal of a refresh token (a 401 envelope): the session is over. */
-const refused = (error: unknown) =>
-  error instanceof TesseraError && !error.isNetworkError && error.status === 401;
-
 /**
  * The first of `attempts` to succeed, or the first refusal of the token (the others would not fare
  * better); when none does either, the error of the last to fail. Another error (a 429, a 503, no
@@ -135,7 +131,7 @@ function firstAnswer<T>(attempts: Promise<T>[]): Promise<T> {
     for (const attempt of attempts)
       attempt.then(resolve, (error: unknown) => {
         left -= 1;
-        if (left === 0 || refused(error)) reject(error);
+        if (left === 0 || isRefusal(error)) reject(error);
       });
   });
 }

@@ -29,6 +29,10 @@ export class TesseraError extends Error {
   }
 }
 
+/** The gateway's own refusal of a token (its 401 envelope, not a proxy's page): the session is over. */
+export const isRefusal = (error: unknown): error is TesseraError =>
+  error instanceof TesseraError && error.status === 401 && !error.isNetworkError;
+
 /** What the client throws for a call that needs a session when it has none: the server's 401, unsent. */
 export const notSignedIn = () => new TesseraError({ status: 401, messages: ['Authentication required'] });
 

@@ -1,5 +1,5 @@
 import { crossTab, type TabMessage } from './cross-tab.ts';
-import { TesseraError } from './errors.ts';
+import { isRefusal } from './errors.ts';
 import type { TokenSet, TokenStorage } from './storage.ts';
 import type { TokenPair } from './types.ts';
 
@@ -136,7 +136,7 @@ export function createTokenKeeper({
     } catch (error) {
       // Only the gateway's own 401 ends the session: a proxy's or a firewall's page (not an
       // envelope) says nothing of it.
-      if (!(error instanceof TesseraError) || error.status !== 401 || error.isNetworkError) throw error;
+      if (!isRefusal(error)) throw error;
       const current = await storage.get();
       if (current?.refreshToken !== basis.refreshToken) return current;
       await storage.clear();

@@ -82,6 +82,9 @@ export function deletionCancelledJobId(userId: string, cancelledAt: Date): strin
  */
 export const NOTICE_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
+/** How long what a job's delivery needs is kept past its deadline, for mailers whose clocks run behind. */
+export const DEADLINE_MARGIN_MS = 60_000;
+
 /**
  * The hash (beside the queue's keys, in its cluster slot) of a user's deletion notices: `newest`, the
  * job id of the last one queued, and a field for each one queued. A notice recorded there and no

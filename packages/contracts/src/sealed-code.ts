@@ -27,17 +27,14 @@ export function parseMailJobKeys(value = DEVELOPMENT_MAIL_JOB_KEY, production = 
   if (!MAIL_JOB_KEY_FORM.test(value)) {
     throw new Error('MAIL_JOB_KEY must be comma-separated kid:base64 entries of 32-byte keys');
   }
-  // By the bytes: base64's last character carries bits that decoding drops, so spellings differ.
-  const published = Buffer.from(DEVELOPMENT_MAIL_JOB_KEY.split(':')[1] ?? '', 'base64');
-  if (
-    production &&
-    value.split(',').some((entry) => Buffer.from(entry.split(':')[1] ?? '', 'base64').equals(published))
-  )
-    throw new Error("MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one");
   const entries = value.split(',').map((entry) => {
     const [id = '', key = ''] = entry.split(':');
     return [id, Buffer.from(key, 'base64')] as const;
   });
+  // By the bytes: base64's last character carries bits that decoding drops, so spellings differ.
+  const published = Buffer.from(DEVELOPMENT_MAIL_JOB_KEY.split(':')[1] ?? '', 'base64');
+  if (production && entries.some(([, key]) => key.equals(published)))
+    throw new Error("MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one");
   const opening = new Map(entries);
   if (opening.size < entries.length) throw new Error('MAIL_JOB_KEY names a key id twice');
   const [id, key] = entries[0] as (typeof entries)[0];

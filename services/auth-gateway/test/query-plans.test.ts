@@ -47,6 +47,24 @@ async function planOfLast(back = 1): Promise<string> {
   return JSON.stringify(rows[0]);
 }
 
+/** A run of the retention sweep (a day's retention of sessions, a year's of events) to its end; its batches. */
+async function sweepToTheEnd(): Promise<number> {
+  const sweep = retentionBatches({
+    db,
+    clock: systemClock,
+    sessionRetention: 86_400,
+    securityEventRetention: 365 * 86_400,
+  });
+  statements.length = 0;
+  let batches = 1;
+  while ((await sweep(100)) === 100) batches += 1;
+  return batches;
+}
+
+/** The tables of the deletes run since `statements` was last emptied, in order. */
+const deletedTables = () =>
+  statements.flatMap((statement) => /^delete from "?(\w+)"? /.exec(statement.sql.trimStart())?.[1] ?? []);
+
 describe("one user's sessions", () => {
   it('are found through an index on logout, not by reading every session', async () => {
     const { rows } = await pool.query<{ id: string }>(
@@ -132,19 +150,8 @@ describe('the retention sweep', () => {
 
   it('asks no more for a kind of row that came back short, while another kind has a backlog', async () => {
     // The tokens and events left due by the test before; no session is.
-    const sweep = retentionBatches({
-      db,
-      clock: systemClock,
-      sessionRetention: 86_400,
-      securityEventRetention: 365 * 86_400,
-    });
-    statements.length = 0;
-    let batches = 1;
-    while ((await sweep(100)) === 100) batches += 1;
-    const deletesOf = (table: string) =>
-      statements.filter((statement) =>
-        new RegExp(`^delete from "?${table}"? `).test(statement.sql.trimStart()),
-      ).length;
+    const batches = await sweepToTheEnd();
+    const deletesOf = (table: string) => deletedTables().filter((deleted) => deleted === table).length;
     expect(batches).toBeGreaterThan(10);
     // Ended, and expired: once each.
     expect(deletesOf('sessions')).toBe(2);
@@ -165,17 +172,8 @@ describe('the retention sweep', () => {
       from sessions where expires_at > now() limit 50`.execute(db);
     await sql`analyze`.execute(db);
 
-    const sweep = retentionBatches({
-      db,
-      clock: systemClock,
-      sessionRetention: 86_400,
-      securityEventRetention: 365 * 86_400,
-    });
-    statements.length = 0;
-    while ((await sweep(100)) === 100);
-    const deletes = statements
-      .map((statement) => /^delete from "?(\w+)"? /.exec(statement.sql.trimStart())?.[1])
-      .filter((table) => table === 'sessions' || table === 'refresh_tokens');
+    await sweepToTheEnd();
+    const deletes = deletedTables().filter((table) => table === 'sessions' || table === 'refresh_tokens');
     // Three batches of sessions (100, 100, 50), each two statements (ended, expired); then the tokens.
     expect(deletes).toEqual([...Array(6).fill('sessions'), 'refresh_tokens']);
     const { rows } = await sql<{ left: string }>`select count(*) as left from refresh_tokens

@@ -36,6 +36,27 @@ const tamperSignature = (token: string) => {
   return `${token.slice(0, at)}${token[at] === 'A' ? 'B' : 'A'}${token.slice(at + 1)}`;
 };
 const refresh = (refreshToken: string) => post(gateway.app, REFRESH, { refreshToken });
+const hashOf = (token: string) => createHash('sha256').update(token).digest();
+
+/** The key gateways before 2026-11-27 sealed a rotated token's successor with: the token alone. */
+const keyOfTokenAlone = (token: string) =>
+  Buffer.from(hkdfSync('sha256', token, '', 'tessera refresh-token successor', 32));
+
+/** `successor` sealed as those gateways did (their layout, behind `prefix`), under the key of `token` alone. */
+function sealedWithTokenAlone(token: string, successor: string, prefix = Buffer.alloc(0)): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', keyOfTokenAlone(token), iv);
+  const text = Buffer.concat([cipher.update(successor, 'utf8'), cipher.final()]);
+  return Buffer.concat([prefix, iv, cipher.getAuthTag(), text]);
+}
+
+/** Stores `sealed` as the sealed successor of the rotated `token`, as a gateway writes it. */
+const storeSeal = (token: string, sealed: Buffer) =>
+  gateway.app.db
+    .updateTable('refreshTokens')
+    .set({ successorSealed: sealed })
+    .where('tokenHash', '=', hashOf(token))
+    .execute();
 const listSessions = (accessToken: string) =>
   gateway.app.inject({ method: 'GET', url: SESSIONS, headers: bearer(accessToken) });
 
@@ -196,14 +217,13 @@ describe('POST /api/v1/auth/refresh-token', () => {
       .select(['tokenHash', 'successorSealed'])
       .execute();
     const sealedAfter = (token: string) =>
-      rows.find((row) => row.tokenHash.equals(createHash('sha256').update(token).digest()))?.successorSealed;
+      rows.find((row) => row.tokenHash.equals(hashOf(token)))?.successorSealed;
     const sealed = sealedAfter(first.refreshToken);
     expect(sealed).toBeInstanceOf(Buffer);
     // With the token alone, as the key was derived before (either layout): nothing opens.
     const withTokenAlone = (token: string, seal: Buffer) =>
       [0, 1].map((at) => {
-        const key = Buffer.from(hkdfSync('sha256', token, '', 'tessera refresh-token successor', 32));
-        const decipher = createDecipheriv('aes-256-gcm', key, seal.subarray(at, at + 12));
+        const decipher = createDecipheriv('aes-256-gcm', keyOfTokenAlone(token), seal.subarray(at, at + 12));
         decipher.setAuthTag(seal.subarray(at + 12, at + 28));
         try {
           return Buffer.concat([decipher.update(seal.subarray(at + 28)), decipher.final()]).toString();
@@ -223,17 +243,7 @@ describe('POST /api/v1/auth/refresh-token', () => {
     const first = await signIn(gateway.app, 'xena@example.com');
     const successor = body(await refresh(first.refreshToken)).data;
     // As an earlier gateway sealed it: no version byte, a key from the token alone.
-    const iv = randomBytes(12);
-    const key = Buffer.from(
-      hkdfSync('sha256', first.refreshToken, '', 'tessera refresh-token successor', 32),
-    );
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    const text = Buffer.concat([cipher.update(successor.refreshToken, 'utf8'), cipher.final()]);
-    await gateway.app.db
-      .updateTable('refreshTokens')
-      .set({ successorSealed: Buffer.concat([iv, cipher.getAuthTag(), text]) })
-      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
-      .execute();
+    await storeSeal(first.refreshToken, sealedWithTokenAlone(first.refreshToken, successor.refreshToken));
     clock.advance(2);
     const retried = await refresh(first.refreshToken);
     expect(retried.statusCode).toBe(200);
@@ -244,17 +254,10 @@ describe('POST /api/v1/auth/refresh-token', () => {
     const first = await signIn(gateway.app, 'zack@example.com');
     const successor = body(await refresh(first.refreshToken)).data;
     // "Version 2" in front of what the token alone opens.
-    const iv = randomBytes(12);
-    const key = Buffer.from(
-      hkdfSync('sha256', first.refreshToken, '', 'tessera refresh-token successor', 32),
+    await storeSeal(
+      first.refreshToken,
+      sealedWithTokenAlone(first.refreshToken, successor.refreshToken, Buffer.of(2)),
     );
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    const text = Buffer.concat([cipher.update(successor.refreshToken, 'utf8'), cipher.final()]);
-    await gateway.app.db
-      .updateTable('refreshTokens')
-      .set({ successorSealed: Buffer.concat([Buffer.of(2), iv, cipher.getAuthTag(), text]) })
-      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
-      .execute();
     clock.advance(2);
     expect((await refresh(first.refreshToken)).statusCode).toBe(401);
   });
@@ -263,13 +266,10 @@ describe('POST /api/v1/auth/refresh-token', () => {
     const first = await signIn(gateway.app, 'yuri@example.com');
     const successor = body(await refresh(first.refreshToken)).data;
     // Sealed by a gateway whose OTP_SECRET was changed since (within the grace window).
-    await gateway.app.db
-      .updateTable('refreshTokens')
-      .set({
-        successorSealed: successorSealer('y'.repeat(40)).seal(first.refreshToken, successor.refreshToken),
-      })
-      .where('tokenHash', '=', createHash('sha256').update(first.refreshToken).digest())
-      .execute();
+    await storeSeal(
+      first.refreshToken,
+      successorSealer('y'.repeat(40)).seal(first.refreshToken, successor.refreshToken),
+    );
     clock.advance(2);
     const retried = await refresh(first.refreshToken);
     expect(retried.statusCode).toBe(401);

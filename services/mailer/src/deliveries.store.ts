@@ -1,8 +1,5 @@
-import { EMAIL_QUEUE, noticesKey } from '@tessera/contracts';
+import { DEADLINE_MARGIN_MS, EMAIL_QUEUE, noticesKey } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
-
-/** Kept past a job's deadline by this much, for mailers whose clocks run behind. */
-const MARGIN_MS = 60_000;
 
 /**
  * Which jobs SMTP has accepted, by their deterministic id, so a job run again after a crash (between
@@ -22,7 +19,7 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
     },
     /** Records the acceptance until the job's deadline has passed: then no mailer would send it anyway. */
     async recordDelivered(jobId: string, deadline: number, now: number): Promise<void> {
-      await redis.set(key(jobId), String(now), 'PX', Math.max(deadline - now, 0) + MARGIN_MS, 'NX');
+      await redis.set(key(jobId), String(now), 'PX', Math.max(deadline - now, 0) + DEADLINE_MARGIN_MS, 'NX');
     },
   };
 }

@@ -1,4 +1,5 @@
 import {
+  DEADLINE_MARGIN_MS,
   EMAIL_JOB_OPTIONS,
   type EmailJobName,
   type EmailJobs,
@@ -31,7 +32,7 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
       await redis
         .multi()
         .hset(key, 'newest', jobId, jobId, '1')
-        .pexpire(key, NOTICE_RETRY_WINDOW_MS + 60_000)
+        .pexpire(key, NOTICE_RETRY_WINDOW_MS + DEADLINE_MARGIN_MS)
         .exec();
       await add(name, data, jobId);
     },
