@@ -276,7 +276,8 @@ export function createClient({
           await tokens.signOut();
           return result;
         } catch (error) {
-          if (error instanceof TesseraError && error.status === 401) await tokens.signOut();
+          // The gateway's 401: the sessions had ended. Not a proxy's page, which says nothing of them.
+          if (isRefusal(error)) await tokens.signOut();
           throw error;
         }
       },

@@ -375,6 +375,24 @@ describe('@tessera/client against the gateway', () => {
     expect(await there.tessera.isSignedIn()).toBe(false);
   });
 
+  it("keeps the tokens when a proxy's 401 page, not the gateway, answers the logout", async () => {
+    const storage = memoryStorage();
+    const { tessera: signedIn } = client({ storage });
+    await signIn(signedIn, newEmail());
+    // A proxy in the way answers every request with its own 401 page: the session is untouched.
+    const proxied: Fetch = async () =>
+      new Response('<h1>401 Authorization Required</h1>', {
+        status: 401,
+        headers: { 'content-type': 'text/html' },
+      });
+    const { tessera } = client({ storage, fetch: proxied });
+
+    expect(await failure(tessera.auth.logout())).toMatchObject({ status: 401, isNetworkError: true });
+    expect(await tessera.isSignedIn()).toBe(true);
+    // Once past the proxy, the logout ends the session.
+    expect(await signedIn.auth.logout()).toEqual({ revokedSessions: 1 });
+  });
+
   it('signs out here when its own session ends by revokeToken or sessions.end, not when another does', async () => {
     const email = newEmail();
     const revoker = client();
