@@ -432,7 +432,9 @@ describe('sign-in', () => {
     await codeFromEmail(email, SENDS_PER_EMAIL - 1);
     // The last send's answer said how long the hour's budget is full: no refusal to run into.
     const resend = page.getByRole('button', { name: 'Send a new code' });
-    await expect.poll(() => resend.getAttribute('aria-disabled')).toBe('true');
+    // Waited for by the wait it names: the button is also aria-disabled while the send is in flight.
+    await expect.poll(() => resend.getAttribute('aria-describedby')).toBe('resend-wait');
+    expect(await resend.getAttribute('aria-disabled')).toBe('true');
     const wait = page.locator(`#${await resend.getAttribute('aria-describedby')}`);
     expect(await wait.innerText()).toMatch(/^You can send a new code in (\d+ minutes|1 hour)\.$/);
     expect(await page.getByRole('alert').count()).toBe(0);
