@@ -60,14 +60,16 @@ describe('the account console at /account/', () => {
     expect(response.headers.location).toBe('/account/');
   });
 
-  it('answers the enveloped 404 for a file it does not have, a dotfile or a path outside the build', async () => {
+  it('answers an enveloped 4xx for a file it does not have, a dotfile, a null byte or a path outside the build', async () => {
     for (const url of [
       '/account/assets/missing.js',
       '/account/.env',
       '/account/%2e%2e/%2e%2e/package.json',
+      '/account/index.html%00.css',
+      '/account/%00',
     ]) {
       const response = await gateway.app.inject({ url });
-      expect([403, 404], url).toContain(response.statusCode);
+      expect([400, 403, 404], url).toContain(response.statusCode);
       expect(body(response), url).toMatchObject({ isSuccess: false, data: null });
       expect(response.body, url).not.toContain('SECRET');
     }
@@ -95,8 +97,13 @@ describe('a client over the general limit', () => {
       for (const url of ['/account/', '/account/assets/index-abc123.js']) {
         expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(200);
       }
-      // Only the console's files: a missing one, a dotfile or a way out of the folder is counted.
-      for (const url of ['/account/nope.js', '/account/.env', '/account/%2e%2e/package.json']) {
+      // Only the console's files: a missing one, a dotfile, a null byte or a way out of the folder is counted.
+      for (const url of [
+        '/account/nope.js',
+        '/account/.env',
+        '/account/%00',
+        '/account/%2e%2e/package.json',
+      ]) {
         expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(429);
       }
       expect((await limited.app.inject({ url: '/api/v1/auth/sessions', ...from })).statusCode).toBe(429);

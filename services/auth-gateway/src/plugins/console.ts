@@ -36,7 +36,8 @@ function isConsoleFile(root: string, url: string): boolean {
   } catch {
     return false;
   }
-  if (/(^|[\\/])\./.test(relative)) return false;
+  // A dotfile is never the console's, nor a name with a null byte (which the file system refuses).
+  if (/(^|[\\/])\./.test(relative) || relative.includes('\0')) return false;
   const file = path.join(
     root,
     relative === '' || relative.endsWith('/') ? `${relative}/index.html` : relative,
