@@ -17,6 +17,7 @@ import { loadTokenKeys } from './modules/tokens/load-keys.ts';
 import jwksRoutes from './modules/tokens/routes.ts';
 import usersRoutes from './modules/users/routes.ts';
 import auth from './plugins/auth.ts';
+import clientAddress from './plugins/client-address.ts';
 import connections from './plugins/connections.ts';
 import accountConsole from './plugins/console.ts';
 import db from './plugins/db.ts';
@@ -86,6 +87,7 @@ export async function buildApp(
 
   // Reading and answering requests
   await app.register(connections, { max: config.http.maxConnections });
+  await app.register(clientAddress, { behindProxy: config.http.trustProxy !== false });
   await app.register(errorHandler, errors);
   // Security headers first: the 503 of a drain carries them too.
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });

@@ -66,7 +66,7 @@ export const GatewayConfigSchema = Type.Object({
     trustProxy: Text(
       'TRUST_PROXY',
       'false',
-      'A hop count (`1` behind one load balancer) or a comma-separated list of proxy addresses/CIDRs (or `loopback`, `linklocal`, `uniquelocal`); the client IP then comes from `X-Forwarded-For`. `true` trusts the whole header, so only use it behind a proxy that overwrites it.',
+      'A hop count (`1` behind one load balancer) or a comma-separated list of proxy addresses/CIDRs (or `loopback`, `linklocal`, `uniquelocal`); the client IP then comes from `X-Forwarded-For` (an entry that is no IP address, with or without a port, counts as the connection peer). With a hop count, only the proxies may reach the gateway, or a client writes its own IP there; their addresses make that impossible. `true` trusts the whole header, so only use it behind a proxy that overwrites it.',
     ),
     corsOrigins: Text(
       'CORS_ORIGINS',

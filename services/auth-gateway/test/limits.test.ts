@@ -505,6 +505,35 @@ describe('the general per-IP limit', () => {
       await Promise.all([direct.close(), proxied.close()]);
     }
   });
+
+  it('counts a client whose X-Forwarded-For entry is no address as its connection, however it varies the text', async () => {
+    const proxied = await startGateway({ RATE_LIMIT_MAX: '2', TRUST_PROXY: '1' });
+    try {
+      const words = await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          proxied.app.inject({
+            url: '/.well-known/jwks.json',
+            remoteAddress: '198.51.100.20',
+            headers: { 'x-forwarded-for': `not an address ${i}` },
+          }),
+        ),
+      );
+      expect(statuses(words)).toEqual({ 200: 2, 429: 2 });
+      // The same client as 198.51.100.21:port, its port varied: one client.
+      const withPorts = await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          proxied.app.inject({
+            url: '/.well-known/jwks.json',
+            remoteAddress: '198.51.100.20',
+            headers: { 'x-forwarded-for': `198.51.100.21:${40000 + i}` },
+          }),
+        ),
+      );
+      expect(statuses(withPorts)).toEqual({ 200: 2, 429: 2 });
+    } finally {
+      await proxied.close();
+    }
+  });
 });
 
 describe('two gateway processes sharing one Redis', () => {

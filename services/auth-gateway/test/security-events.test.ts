@@ -29,6 +29,20 @@ const eventsOf = (userId: string) =>
     .execute();
 
 describe('the security log', () => {
+  it("records the connection's peer for an X-Forwarded-For that holds no address, and an address given with its port without it", async () => {
+    const addressesOf = async (userId: string) => [
+      ...new Set((await eventsOf(userId)).map((e) => e.ipAddress)),
+    ];
+    const words = await signIn(gateway.app, 'forwarded-words@example.com', {
+      'x-forwarded-for': 'Your account is locked - call 555 0100',
+    });
+    expect(await addressesOf(words.user._id as string)).toEqual(['127.0.0.1']);
+    const withPort = await signIn(gateway.app, 'forwarded-port@example.com', {
+      'x-forwarded-for': '[2001:db8::7]:51234',
+    });
+    expect(await addressesOf(withPort.user._id as string)).toEqual(['2001:db8::7']);
+  });
+
   it('records sign-in, revoke, sign-out of a device and logout with session, IP, user agent and time', async () => {
     const first = await signIn(gateway.app, 'audit@example.com', device);
     clock.advance(1);
