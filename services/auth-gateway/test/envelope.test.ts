@@ -65,6 +65,28 @@ describe('every response is the envelope', () => {
     expect(body(response).errors).toContain('Body is not valid JSON');
   });
 
+  it("answers a body that names an object's prototype with a 400 that says so, rather than drop the key", async () => {
+    for (const payload of [
+      '{"email":"a@b.co","__proto__":{"isAdmin":true}}',
+      '{"email":"a@b.co","constructor":{"prototype":{"isAdmin":true}}}',
+    ]) {
+      const response = await gateway.app.inject({
+        method: 'POST',
+        url: SEND,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode, payload).toBe(400);
+      expect(body(response).errors, payload).toEqual([
+        'Validation failed',
+        'Body is not valid JSON',
+        'body holds a `__proto__` or `constructor.prototype` key, which no field has',
+      ]);
+    }
+    // A key named constructor is only a key.
+    expect((await post(gateway.app, SEND, { email: 'a@b.co', constructor: 'x' })).statusCode).toBe(200);
+  });
+
   it('answers bytes that are not UTF-8 with a 400, rather than store U+FFFD in their place', async () => {
     const response = await gateway.app.inject({
       method: 'POST',

@@ -3,17 +3,20 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../errors.ts';
 
+const PROTOTYPE_KEY = 'body holds a `__proto__` or `constructor.prototype` key, which no field has';
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
 /**
  * JSON is the only body type: `text/plain` and everything else is a 415, and so is JSON in another
  * charset than UTF-8. Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. An
  * empty JSON body reads as no body (so `POST /logout` with only a Content-Type header works), and
- * `__proto__` / `constructor.prototype` keys are dropped rather than trusted.
+ * one with a `__proto__` or `constructor.prototype` key is a 400: no field has that name, and a body
+ * that names an object's prototype is an attack, not a field to drop quietly.
  */
 export default fp(
   async function jsonBody(app: FastifyInstance) {
-    const parse = app.getDefaultJsonParser('remove', 'remove');
+    const parse = app.getDefaultJsonParser('error', 'error');
+    const parseAny = app.getDefaultJsonParser('ignore', 'ignore');
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       const bytes = body as Buffer;
@@ -23,7 +26,14 @@ export default fp(
       if (charset !== undefined && !/^(utf-?8|us-ascii)$/i.test(charset))
         return done(new GatewayError('UNSUPPORTED_CHARSET'));
       if (!isUtf8(bytes)) return done(new GatewayError('INVALID_JSON', ['body is not UTF-8']));
-      return parse(request, bytes.toString('utf8'), done);
+      const text = bytes.toString('utf8');
+      return parse(request, text, (error, value) => {
+        if (!error) return done(null, value);
+        // JSON all the same, when it parses without the check: then it was a prototype key.
+        return parseAny(request, text, (invalid) =>
+          done(invalid ? error : new GatewayError('INVALID_JSON', [PROTOTYPE_KEY])),
+        );
+      });
     });
   },
   { name: 'json-body' },
