@@ -3,10 +3,12 @@ export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts'
 export {
   createDatabase,
   DURABLE_REDIS_ARGS,
+  type PgBouncer,
   type PrivatePostgres,
   type PrivateRedis,
   type ServiceProcess,
   startGatewayProcess,
+  startPgBouncer,
   startPrivatePostgres,
   startPrivateRedis,
   startService,

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chown, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -195,6 +195,72 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   };
   await server.start();
   return server;
+}
+
+export interface PgBouncer {
+  /** `postgresUrl` with PgBouncer's host and port: the same database, user and password, through it. */
+  urlFor(postgresUrl: string): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A PgBouncer of the test's own (Debian: apt install pgbouncer) in front of the Postgres of
+ * `adminUrl`, session pooling, with `settings` added to its `[pgbouncer]` section. It refuses to run
+ * as root, so as root it runs as the `postgres` user.
+ */
+export async function startPgBouncer(
+  adminUrl: string,
+  settings: Record<string, string> = {},
+): Promise<PgBouncer> {
+  const binary = '/usr/sbin/pgbouncer';
+  if (!existsSync(binary)) throw new Error(`no ${binary} (Debian: apt install pgbouncer)`);
+  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-pgbouncer-'))];
+  const server = new URL(adminUrl);
+  const ini = [
+    '[databases]',
+    `* = host=${server.hostname} port=${server.port || 5432}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1',
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = trust',
+    `auth_file = ${path.join(dir, 'users.txt')}`,
+    'pool_mode = session',
+    `logfile = ${path.join(dir, 'log')}`,
+    ...Object.entries(settings).map(([name, value]) => `${name} = ${value}`),
+  ].join('\n');
+  await writeFile(path.join(dir, 'pgbouncer.ini'), `${ini}\n`);
+  await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(server.username)}" ""\n`);
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
+    for (const file of ['', 'pgbouncer.ini', 'users.txt']) await chown(path.join(dir, file), uid, uid);
+  }
+  const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], {
+    stdio: 'ignore',
+  });
+  await waitUntil('pgbouncer listening', async () => {
+    const client = new pg.Client({ connectionString: urlWith(adminUrl, port) });
+    return client.connect().then(
+      () => client.end().then(() => true),
+      () => false,
+    );
+  });
+  return {
+    urlFor: (postgresUrl) => urlWith(postgresUrl, port),
+    async stop() {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function urlWith(postgresUrl: string, port: number): string {
+  const url = new URL(postgresUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
 }
 
 /** Creates database `name` on a server. */

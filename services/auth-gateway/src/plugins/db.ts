@@ -104,6 +104,44 @@ function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): Post
 
 const TABLES = ['users', 'sessions', 'refresh_tokens', 'security_events'];
 
+type Timeouts = { statement_timeout: number; idle_in_transaction_session_timeout: number };
+
+// PgBouncer refuses a connection's settings it does not know, unless told to ignore them, which then
+// leaves them unapplied.
+const POOLER_REFUSAL = /unsupported startup parameter/;
+
+/**
+ * Reaches Postgres, and warns when it runs the gateway's statements without the timeouts the pool
+ * asked for (a pooler that ignores them): a statement stuck behind a lock would then hold its
+ * connection for good. A pooler that refuses them stops the start, saying what to set.
+ */
+async function checkTimeouts(db: Kysely<Database>, wanted: Timeouts, log: FastifyBaseLogger): Promise<void> {
+  const { rows } = await sql<{ name: keyof Timeouts; ms: number; role: string }>`
+    select name, setting::int as ms, current_user as role from pg_settings
+     where name in ('statement_timeout', 'idle_in_transaction_session_timeout') order by name`
+    .execute(db)
+    .catch((error: unknown) => {
+      const reason = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : '';
+      if (!POOLER_REFUSAL.test(reason)) throw error;
+      throw new Error(
+        `Postgres refused the connection's settings (${reason}): behind PgBouncer, list them in its ignore_startup_parameters and set them on the gateway's role (README, Operations: PgBouncer)`,
+      );
+    });
+  const unapplied = rows.filter((row) => row.ms !== wanted[row.name]);
+  if (unapplied.length > 0)
+    log.warn(
+      {
+        settings: Object.fromEntries(
+          unapplied.map((row) => [row.name, { wanted: wanted[row.name], ms: row.ms }]),
+        ),
+        fix: unapplied
+          .map((row) => `alter role "${row.role}" set ${row.name} = ${wanted[row.name]};`)
+          .join(' '),
+      },
+      'Postgres does not apply the timeouts the gateway asked for (a pooler ignores them?): set them on its role',
+    );
+}
+
 /**
  * Warns when Postgres would not vacuum Tessera's tables (found as its statements find them, on the
  * search path): every refresh and sweep leaves dead rows, which then pile up (the tables grow by
@@ -140,10 +178,7 @@ async function warnIfNotVacuumed(db: Kysely<Database>, log: FastifyBaseLogger): 
  */
 export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
   async function dbPlugin(app, { url, poolSize, statementTimeout }) {
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: poolSize,
-      connectionTimeoutMillis: 3000,
+    const timeouts: Timeouts = {
       // A statement stuck behind a lock (an operator's ALTER TABLE, a long transaction) fails with a
       // 503 instead of keeping its connection: otherwise such waits fill the pool, and every request
       // then fails, including those that need none of the locked rows.
@@ -151,6 +186,12 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       // A transaction left open with nothing running (a bug, a process frozen mid-way) ends, and its
       // row locks with it, instead of holding up every request that needs those rows.
       idle_in_transaction_session_timeout: 60_000,
+    };
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      connectionTimeoutMillis: 3000,
+      ...timeouts,
     });
     // One short line: the error carries its whole pg client.
     pool.on('error', (err) =>
@@ -170,7 +211,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
     app.addHook('onClose', async () => {
       if (!pool.ended) await pool.end();
     });
-    await sql`select 1`.execute(db);
+    await checkTimeouts(db, timeouts, app.log);
     await warnIfSchemaBehind(db, app.log);
     await warnIfNotVacuumed(db, app.log);
   },
