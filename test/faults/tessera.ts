@@ -26,8 +26,8 @@ export interface Backends {
 export interface Tessera {
   baseUrl: string;
   gateway: ServiceProcess;
-  /** Starts a mailer process (as many as the test wants). */
-  startMailer(): ServiceProcess;
+  /** Starts a mailer process (as many as the test wants), with `env` besides the shared settings. */
+  startMailer(env?: Record<string, string>): ServiceProcess;
   call: ReturnType<typeof jsonClient>;
   /** Requests a code for `email` and reads it from the email the mailer delivered. */
   codeByEmail(email: string): Promise<string>;
@@ -68,12 +68,13 @@ export async function startTessera(backends: Backends, env: Record<string, strin
   return {
     baseUrl,
     gateway,
-    startMailer() {
+    startMailer(env = {}) {
       const mailer = startService('mailer', {
         ...shared,
         SMTP_URL: sink.url,
         MAIL_FROM: 'Tessera <no-reply@tessera.test>',
         MAILER_METRICS_PORT: '0',
+        ...env,
       });
       mailers.push(mailer);
       return mailer;

@@ -27,7 +27,19 @@ const logger = pino({
   ...prettyInDevelopment(config.env, import.meta.url),
 });
 const transport = createTransport(config);
-const mailWorker = createMailWorker({ config, transport, logger });
+const mailWorker = createMailWorker({
+  config,
+  transport,
+  logger,
+  // Started again (by the orchestrator) once the ACL is fixed; until then it says why on every start.
+  onRefused(error) {
+    logger.fatal(
+      { reason: error.message },
+      'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
+    );
+    process.exit(1);
+  },
+});
 let operations: OperationsServer | undefined;
 
 closeGracefully({

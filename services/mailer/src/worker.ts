@@ -42,7 +42,15 @@ export interface MailWorkerOptions {
   logger: Logger;
   now?: () => Date;
   backoff?: Backoff;
+  /**
+   * Redis refused the worker a command for want of permission (an ACL): nothing retried helps, and
+   * BullMQ's loop would retry at once, without end and without letting anything else run.
+   */
+  onRefused?: (error: Error) => void;
 }
+
+// Redis's answer to a command or key its ACL does not allow the user.
+const isRefused = (error: Error) => error.message.startsWith('NOPERM');
 
 type EmailJobData = EmailJobs[EmailJobName];
 type Sender<N extends EmailJobName> = (
@@ -154,6 +162,7 @@ export function createMailWorker({
   logger,
   now = () => new Date(),
   backoff = BACKOFF,
+  onRefused = () => {},
 }: MailWorkerOptions) {
   const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
   const connection = workerConnection(redisTarget);
@@ -231,11 +240,11 @@ export function createMailWorker({
       });
   });
   // An error of its connections while Redis is away is the outage's, told once (reportOutages).
-  worker.on('error', (err) =>
-    connection.status === 'ready'
-      ? logger.error({ err }, 'mail worker error')
-      : logger.debug({ err }, 'mail worker error'),
-  );
+  worker.on('error', (err) => {
+    if (isRefused(err)) return onRefused(err);
+    if (connection.status === 'ready') logger.error({ err }, 'mail worker error');
+    else logger.debug({ err }, 'mail worker error');
+  });
 
   // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of
   // queueing commands as the worker's does.
