@@ -60,13 +60,14 @@ describe('the account console at /account/', () => {
     expect(response.headers.location).toBe('/account/');
   });
 
-  it('answers an enveloped 4xx for a file it does not have, a dotfile, a null byte or a path outside the build', async () => {
+  it('answers an enveloped 4xx for a file it does not have, a dotfile, a name the file system refuses or a path outside the build', async () => {
     for (const url of [
       '/account/assets/missing.js',
       '/account/.env',
       '/account/%2e%2e/%2e%2e/package.json',
       '/account/index.html%00.css',
       '/account/%00',
+      `/account/${'a'.repeat(300)}`,
     ]) {
       const response = await gateway.app.inject({ url });
       expect([400, 403, 404], url).toContain(response.statusCode);
@@ -97,11 +98,13 @@ describe('a client over the general limit', () => {
       for (const url of ['/account/', '/account/assets/index-abc123.js']) {
         expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(200);
       }
-      // Only the console's files: a missing one, a dotfile, a null byte or a way out of the folder is counted.
+      // Only the console's files: a missing one, a dotfile, a name the file system refuses or a way out of
+      // the folder is counted.
       for (const url of [
         '/account/nope.js',
         '/account/.env',
         '/account/%00',
+        `/account/${'a'.repeat(300)}`,
         '/account/%2e%2e/package.json',
       ]) {
         expect((await limited.app.inject({ url, ...from })).statusCode, url).toBe(429);

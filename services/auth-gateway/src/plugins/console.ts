@@ -36,15 +36,18 @@ function isConsoleFile(root: string, url: string): boolean {
   } catch {
     return false;
   }
-  // A dotfile is never the console's, nor a name with a null byte (which the file system refuses).
-  if (/(^|[\\/])\./.test(relative) || relative.includes('\0')) return false;
+  if (/(^|[\\/])\./.test(relative)) return false;
   const file = path.join(
     root,
     relative === '' || relative.endsWith('/') ? `${relative}/index.html` : relative,
   );
-  return (
-    file.startsWith(`${root}${path.sep}`) && statSync(file, { throwIfNoEntry: false })?.isFile() === true
-  );
+  if (!file.startsWith(`${root}${path.sep}`)) return false;
+  try {
+    return statSync(file, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    // A name the file system refuses (a null byte, too long): no file of the console's.
+    return false;
+  }
 }
 
 /**
