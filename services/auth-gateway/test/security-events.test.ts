@@ -37,6 +37,10 @@ describe('the security log', () => {
       'x-forwarded-for': 'Your account is locked - call 555 0100',
     });
     expect(await addressesOf(words.user._id as string)).toEqual(['127.0.0.1']);
+    const zone = await signIn(gateway.app, 'forwarded-zone@example.com', {
+      'x-forwarded-for': '2001:db8::1%Your-account-is-locked.Call-555-0100',
+    });
+    expect(await addressesOf(zone.user._id as string)).toEqual(['127.0.0.1']);
     const withPort = await signIn(gateway.app, 'forwarded-port@example.com', {
       'x-forwarded-for': '[2001:db8::7]:51234',
     });
