@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, expect, inject, it } from 'vitest';
-import { createDatabaseIfMissing } from '../src/migrate.ts';
+import { createDatabaseIfMissing, migrateToLatest } from '../src/migrate.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -106,4 +106,19 @@ it('clears the sealed successors of tokens rotated before the grace window, once
   } finally {
     await client.end();
   }
+});
+
+it("migrates where the role or database has the gateway's timeouts, which are not a migration's", async () => {
+  const url = missingDatabaseUrl();
+  await createDatabaseIfMissing(url);
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  try {
+    // A millisecond: every statement of a migration takes longer.
+    const name = admin.escapeIdentifier(new URL(url).pathname.slice(1));
+    await admin.query(`alter database ${name} set statement_timeout = 1`);
+  } finally {
+    await admin.end();
+  }
+  expect((await migrateToLatest(url)).length).toBeGreaterThan(0);
 });
