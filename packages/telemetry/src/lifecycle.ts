@@ -18,9 +18,15 @@ export interface GracefulCloseOptions {
 /**
  * SIGTERM or SIGINT, once or many times (a process group, `concurrently`, Docker and Kubernetes all
  * repeat them), drains once and exits 0; the buffered spans are sent last. Only the drain deadline
- * passing forces exit 1. A crash (an uncaught error) drains the same way and exits 1.
+ * passing forces exit 1. A crash (an uncaught error) drains the same way and exits 1, and so does
+ * the function returned, for a process that cannot go on (its cause logged by the caller).
  */
-export function closeGracefully({ timeoutMs, log, close, exit = process.exit }: GracefulCloseOptions): void {
+export function closeGracefully({
+  timeoutMs,
+  log,
+  close,
+  exit = process.exit,
+}: GracefulCloseOptions): () => void {
   let closing: Promise<void> | undefined;
   let deadline = Number.POSITIVE_INFINITY;
 
@@ -60,4 +66,7 @@ export function closeGracefully({ timeoutMs, log, close, exit = process.exit }: 
   process.on('SIGINT', onSignal);
   process.on('uncaughtException', onCrash);
   process.on('unhandledRejection', onCrash);
+  return () => {
+    if (closing === undefined) drain(1);
+  };
 }

@@ -27,22 +27,26 @@ const logger = pino({
   ...prettyInDevelopment(config.env, import.meta.url),
 });
 const transport = createTransport(config);
+let refused = false;
 const mailWorker = createMailWorker({
   config,
   transport,
   logger,
   // Started again (by the orchestrator) once the ACL is fixed; until then it says why on every start.
+  // The jobs in flight finish first, as on SIGTERM.
   onRefused(error) {
+    if (refused) return;
+    refused = true;
     logger.fatal(
       { reason: error.message },
       'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
     );
-    process.exit(1);
+    stop();
   },
 });
 let operations: OperationsServer | undefined;
 
-closeGracefully({
+const stop = closeGracefully({
   timeoutMs: config.shutdownTimeout * 1000,
   log: logger,
   async close() {
