@@ -5,63 +5,107 @@ import { promisify } from 'node:util';
 import {
   createTestDatabase,
   type PrivateRedis,
+  type RedisCluster,
   type SmtpSink,
   startPrivateRedis,
+  startRedisCluster,
   startSmtpSink,
   type TestDatabase,
   waitUntil,
 } from '@tessera/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTessera, type Tessera } from './tessera.ts';
 
 // Redis with users of its own (README, Operations: Least privilege): the ACL the README gives serves
-// both services; a user without a command BullMQ needs stops the mailer, saying why, rather than
-// spinning on the refusal until its memory runs out.
+// both services, on one server and on a cluster; a user without a command BullMQ needs stops the
+// mailer, saying why, rather than spinning on the refusal until its memory runs out.
 
-let redis: PrivateRedis;
 let sink: SmtpSink;
 let database: TestDatabase;
-let tessera: Tessera | undefined;
+let rules: string[];
 beforeAll(async () => {
-  [redis, sink, database] = await Promise.all([startPrivateRedis(), startSmtpSink(), createTestDatabase()]);
+  [sink, database] = await Promise.all([startSmtpSink(), createTestDatabase()]);
   // The README's line, as an operator copies it.
   const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  const rules = /^ *user tessera on >PASSWORD (.+)$/m.exec(readme)?.[1]?.split(' ') ?? [];
+  rules = /^ *user tessera on >PASSWORD (.+)$/m.exec(readme)?.[1]?.split(' ') ?? [];
   expect(rules).toContain('+info');
-  const acl = (...words: string[]) =>
-    promisify(execFile)('redis-cli', ['-u', redis.url, 'ACL', 'SETUSER', ...words]);
-  await acl('tessera', 'on', '>secret-tessera', ...rules);
-  await acl('noinfo', 'on', '>secret-noinfo', ...rules, '-info');
 });
-afterAll(async () => {
-  await tessera?.stop();
-  await Promise.all([redis?.remove(), sink?.close(), database?.drop()]);
-});
+afterAll(() => Promise.all([sink?.close(), database?.drop()]));
 
-const as = (user: string) => {
-  const url = new URL(redis.url);
-  [url.username, url.password] = [user, `secret-${user}`];
-  return url.toString();
+/** Adds `user` (password `secret-<user>`) with `words` to the Redis server at host:port. */
+const addUser = (node: string, user: string, words: string[]) => {
+  const [host = '', port = ''] = node.split(':');
+  return promisify(execFile)('redis-cli', [
+    '-h',
+    host,
+    '-p',
+    port,
+    'ACL',
+    'SETUSER',
+    user,
+    'on',
+    `>secret-${user}`,
+    ...words,
+  ]);
+};
+const as = (node: string, user: string) => `redis://${user}:secret-${user}@${node}`;
+const signsIn = async (tessera: Tessera, email: string) => {
+  const code = await tessera.codeByEmail(email);
+  return (await tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code })).status;
 };
 
-it('signs in, with the code emailed, as the Redis user the README gives', async () => {
-  tessera = await startTessera({ databaseUrl: database.url, redisUrl: as('tessera'), sink });
-  tessera.startMailer();
-  const code = await tessera.codeByEmail('acl@example.com');
-  const signedIn = await tessera.call('POST', '/api/v1/auth/verify-otp-email', {
-    email: 'acl@example.com',
-    code,
+describe('on one Redis server', () => {
+  let redis: PrivateRedis;
+  let tessera: Tessera;
+  let node: string;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    node = new URL(redis.url).host;
+    await addUser(node, 'tessera', rules);
+    await addUser(node, 'noinfo', [...rules, '-info']);
+    tessera = await startTessera({ databaseUrl: database.url, redisUrl: as(node, 'tessera'), sink });
   });
-  expect(signedIn.status).toBe(200);
+  afterAll(async () => {
+    await tessera?.stop();
+    await redis?.remove();
+  });
+
+  it('signs in, with the code emailed, as the user the README gives', async () => {
+    tessera.startMailer();
+    expect(await signsIn(tessera, 'acl@example.com')).toBe(200);
+  });
+
+  it('stops the mailer with one line when its user lacks a command it needs', async () => {
+    const refused = tessera.startMailer({ REDIS_URL: as(node, 'noinfo') });
+    const [code] = (await once(refused.child, 'exit')) as [number | null];
+    await waitUntil('its last line read', () => refused.output().includes('stopping'));
+    expect(code).toBe(1);
+    expect(refused.output()).toContain(
+      'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
+    );
+  });
 });
 
-it('stops the mailer with one line when its Redis user lacks a command it needs', async () => {
-  const refused = tessera?.startMailer({ REDIS_URL: as('noinfo') });
-  if (!refused) throw new Error('no Tessera');
-  const [code] = (await once(refused.child, 'exit')) as [number | null];
-  await waitUntil('its last line read', () => refused.output().includes('stopping'));
-  expect(code).toBe(1);
-  expect(refused.output()).toContain(
-    'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
-  );
+describe('on a Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let tessera: Tessera;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    const nodes = cluster.nodes.split(',');
+    // An ACL is each node's own.
+    for (const node of nodes) await addUser(node, 'tessera', rules);
+    tessera = await startTessera(
+      { databaseUrl: database.url, redisUrl: as(nodes[0] ?? '', 'tessera'), sink },
+      { REDIS_CLUSTER_NODES: cluster.nodes },
+    );
+  });
+  afterAll(async () => {
+    await tessera?.stop();
+    await cluster?.remove();
+  });
+
+  it('signs in, with the code emailed, as the user the README gives', async () => {
+    tessera.startMailer();
+    expect(await signsIn(tessera, 'acl-cluster@example.com')).toBe(200);
+  });
 });

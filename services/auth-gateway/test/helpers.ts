@@ -85,7 +85,13 @@ export async function startGateway(
     ...GENEROUS_LIMITS,
     ...env,
   });
-  const app = await buildApp(config, { clock, logStream, checkResponses: true });
+  const app = await buildApp(config, { clock, logStream, checkResponses: true }).catch(
+    async (error: unknown) => {
+      // A start that fails (what a test may want) leaves nothing behind.
+      await Promise.all([database.drop(), redis.flush()]);
+      throw error;
+    },
+  );
   return {
     app,
     config,
