@@ -56,14 +56,14 @@ export async function migrateToLatest(databaseUrl: string): Promise<string[]> {
   pool.on('error', () => {});
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   try {
-    const tryLock = async () =>
-      (await sql<{ locked: boolean }>`select pg_try_advisory_lock(${MIGRATION_RUNS}) as locked`.execute(db))
-        .rows[0]?.locked;
-    while (!(await tryLock())) await new Promise((resolve) => setTimeout(resolve, 100));
     // A role's own timeouts, set for the gateway's requests (README, Operations: PgBouncer), are not
     // a migration's: building an index may take minutes. Its waits for locks have LOCK_TIMEOUT.
     await sql`set statement_timeout = 0`.execute(db);
     await sql`set idle_in_transaction_session_timeout = 0`.execute(db);
+    const tryLock = async () =>
+      (await sql<{ locked: boolean }>`select pg_try_advisory_lock(${MIGRATION_RUNS}) as locked`.execute(db))
+        .rows[0]?.locked;
+    while (!(await tryLock())) await new Promise((resolve) => setTimeout(resolve, 100));
 
     const modules = await new FileMigrationProvider({ fs, path, migrationFolder }).getMigrations();
     const migrations = withLockTimeout(modules);

@@ -83,6 +83,7 @@ describe('on one Redis server', () => {
     expect(refused.output()).toContain(
       'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
     );
+    expect(refused.output()).not.toContain('mailer ready');
   });
 });
 

@@ -73,6 +73,9 @@ operations = await startOrExit(
   }),
 );
 
+// Refused by Redis while the server started: the drain began without it.
+if (refused) operations.drain();
+
 // Every module is loaded: Node's copy of their compile cache is freed, after it writes what the
 // cache lacked. A no-op without NODE_COMPILE_CACHE.
 flushCompileCache();
@@ -91,6 +94,7 @@ logger.info(
 mailWorker
   .connected()
   .then(() => {
+    if (refused) return;
     logger.info('mailer ready');
     return mailWorker.checkRedis();
   })
