@@ -75,6 +75,14 @@ describe('on one Redis server', () => {
     expect(await signsIn(tessera, 'acl@example.com')).toBe(200);
   });
 
+  it('stops the gateway at start with one line when its user lacks a command it needs', async () => {
+    await expect(
+      startTessera({ databaseUrl: database.url, redisUrl: as(node, 'noinfo'), sink }),
+    ).rejects.toThrow(
+      "Tessera gateway failed to start: NOPERM this user has no permissions to run the 'info' command",
+    );
+  });
+
   it('stops the mailer with one line when its user lacks a command it needs', async () => {
     const refused = tessera.startMailer({ REDIS_URL: as(node, 'noinfo') });
     const [code] = (await once(refused.child, 'exit')) as [number | null];

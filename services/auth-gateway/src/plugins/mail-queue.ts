@@ -25,6 +25,9 @@ export default fp<{ redis: RedisTarget; prefix: string }>(
     const queue = new Queue(EMAIL_QUEUE, { connection, prefix, telemetry: bullmqTelemetry() });
     // Its connection's errors, told above.
     queue.on('error', (err) => app.log.debug({ err }, 'mail queue error'));
+    // BullMQ reads the server's version first: a Redis user not allowed to (its ACL) stops the start
+    // here, rather than fail every send.
+    await queue.waitUntilReady();
     app.decorate('mailQueue', queue);
     app.decorate<RedisClient>('mailQueueRedis', connection);
     const stopObserving = observeQueueJobs(queue);
