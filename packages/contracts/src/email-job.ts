@@ -6,8 +6,19 @@ export const EMAIL_QUEUE = 'email';
 /** Job name of a one-time-code email. */
 export const SEND_OTP_JOB = 'send-otp';
 
+/**
+ * One address, as the gateway normalizes it: never a list, a group or a display name, which the
+ * mailer's MIME composer would read as several recipients, or as words beside the address (a job
+ * written into Redis by someone else must not mail anyone else).
+ */
+const Recipient = Type.String({
+  maxLength: 254,
+  pattern: '^[^\\s@<>",;:()\\[\\]\\\\]+@[^\\s@<>",;:()\\[\\]\\\\]+$',
+  description: 'Normalized recipient address',
+});
+
 export const SendOtpJobData = Type.Object({
-  to: Type.String({ description: 'Normalized recipient address' }),
+  to: Recipient,
   sealedCode: Type.String({
     description: 'The code sealed with MAIL_JOB_KEY (sealed-code.ts), so Redis never holds it in clear',
   }),
@@ -50,7 +61,7 @@ export const SEND_OTP_JOB_OPTIONS = EMAIL_JOB_OPTIONS;
 export const DELETION_SCHEDULED_JOB = 'deletion-scheduled';
 
 export const DeletionScheduledJobData = Type.Object({
-  to: Type.String({ description: 'Normalized recipient address' }),
+  to: Recipient,
   scheduledFor: Type.String({ format: 'date-time', description: 'When the account will be deleted' }),
   locale: Type.Optional(Type.String()),
 });
@@ -60,7 +71,7 @@ export type DeletionScheduledJobData = Static<typeof DeletionScheduledJobData>;
 export const DELETION_CANCELLED_JOB = 'deletion-cancelled';
 
 export const DeletionCancelledJobData = Type.Object({
-  to: Type.String({ description: 'Normalized recipient address' }),
+  to: Recipient,
   cancelledAt: Type.String({ format: 'date-time', description: 'When the deletion was cancelled' }),
   locale: Type.Optional(Type.String()),
 });

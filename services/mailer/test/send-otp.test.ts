@@ -415,6 +415,33 @@ describe('send-otp jobs', () => {
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
 
+  it('fails a notice addressed to several recipients, or with words beside the address, sending nothing', async () => {
+    const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
+      connection: { url: redis.url },
+      prefix: redis.bullmqPrefix,
+    });
+    for (const [i, to] of [
+      'list-1@example.net, list-2@example.org',
+      '"Call +1 555 0100 to keep your account" <list-3@example.com>',
+      'Everyone: list-4@example.com, list-5@example.com;',
+    ].entries()) {
+      const jobId = `deletion-scheduled-00000000-0000-4000-8000-00000000010${i}-0`;
+      const outcome = settled(jobId);
+      await notices.add(
+        DELETION_SCHEDULED_JOB,
+        { to, scheduledFor: inMinutes(60) },
+        { ...EMAIL_JOB_OPTIONS, jobId },
+      );
+      const result = await outcome;
+      expect(result.state, to).toBe('failed');
+      expect(result.job.failedReason, to).toBe('Malformed deletion-scheduled job data');
+    }
+    await notices.close();
+    expect(sink.messages.filter((mail) => mail.to.some((address) => address.startsWith('list-')))).toEqual(
+      [],
+    );
+  });
+
   it('masks the address of an account notice that failed for good', async () => {
     sink.failNext(1, 550);
     const jobId = 'deletion-scheduled-00000000-0000-4000-8000-000000000099-0';
