@@ -22,13 +22,16 @@ import { startTessera, type Tessera } from './tessera.ts';
 
 let sink: SmtpSink;
 let database: TestDatabase;
-let rules: string[];
+let rules: { gateway: string[]; mailer: string[] };
 beforeAll(async () => {
   [sink, database] = await Promise.all([startSmtpSink(), createTestDatabase()]);
   // The README's line, as an operator copies it.
   const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  rules = /^ *user tessera on >PASSWORD (.+)$/m.exec(readme)?.[1]?.split(' ') ?? [];
-  expect(rules).toContain('+info');
+  const line = (user: string) =>
+    new RegExp(`^ *user ${user} on >PASSWORD (.+)$`, 'm').exec(readme)?.[1]?.split(' ') ?? [];
+  rules = { gateway: line('tessera-gateway'), mailer: line('tessera-mailer') };
+  expect(rules.gateway).toContain('+info');
+  expect(rules.mailer).toContain('+info');
 });
 afterAll(() => Promise.all([sink?.close(), database?.drop()]));
 
@@ -61,18 +64,31 @@ describe('on one Redis server', () => {
   beforeAll(async () => {
     redis = await startPrivateRedis();
     node = new URL(redis.url).host;
-    await addUser(node, 'tessera', rules);
-    await addUser(node, 'noinfo', [...rules, '-info']);
-    tessera = await startTessera({ databaseUrl: database.url, redisUrl: as(node, 'tessera'), sink });
+    await addUser(node, 'tessera-gateway', rules.gateway);
+    await addUser(node, 'tessera-mailer', rules.mailer);
+    await addUser(node, 'noinfo', [...rules.gateway, '-info']);
+    tessera = await startTessera({ databaseUrl: database.url, redisUrl: as(node, 'tessera-gateway'), sink });
   });
   afterAll(async () => {
     await tessera?.stop();
     await redis?.remove();
   });
 
-  it('signs in, with the code emailed, as the user the README gives', async () => {
-    tessera.startMailer();
+  it('signs in, with the code emailed, as the users the README gives', async () => {
+    tessera.startMailer({ REDIS_URL: as(node, 'tessera-mailer') });
     expect(await signsIn(tessera, 'acl@example.com')).toBe(200);
+  });
+
+  it("keeps the mailer's user away from the gateway's keys", async () => {
+    // A code's failures, as a mailer's password would reset them.
+    const answer = await promisify(execFile)('redis-cli', [
+      '-u',
+      as(node, 'tessera-mailer'),
+      'SET',
+      'tessera:{email:x}:failures',
+      '0',
+    ]);
+    expect(answer.stdout).toMatch(/^NOPERM/);
   });
 
   it('stops the gateway at start with one line when its user lacks a command it needs', async () => {
@@ -102,9 +118,12 @@ describe('on a Redis Cluster', () => {
     cluster = await startRedisCluster();
     const nodes = cluster.nodes.split(',');
     // An ACL is each node's own.
-    for (const node of nodes) await addUser(node, 'tessera', rules);
+    for (const node of nodes) {
+      await addUser(node, 'tessera-gateway', rules.gateway);
+      await addUser(node, 'tessera-mailer', rules.mailer);
+    }
     tessera = await startTessera(
-      { databaseUrl: database.url, redisUrl: as(nodes[0] ?? '', 'tessera'), sink },
+      { databaseUrl: database.url, redisUrl: as(nodes[0] ?? '', 'tessera-gateway'), sink },
       { REDIS_CLUSTER_NODES: cluster.nodes },
     );
   });
@@ -113,8 +132,8 @@ describe('on a Redis Cluster', () => {
     await cluster?.remove();
   });
 
-  it('signs in, with the code emailed, as the user the README gives', async () => {
-    tessera.startMailer();
+  it('signs in, with the code emailed, as the users the README gives', async () => {
+    tessera.startMailer({ REDIS_URL: as(cluster.nodes.split(',')[0] ?? '', 'tessera-mailer') });
     expect(await signsIn(tessera, 'acl-cluster@example.com')).toBe(200);
   });
 });
