@@ -263,7 +263,7 @@ export const GatewayConfigSchema = Type.Object({
     securityEventRetention: Int(
       'SECURITY_EVENT_RETENTION',
       31_536_000,
-      'Seconds (at most 10 years) a security event is kept before it is deleted.',
+      'Seconds (at most 10 years) a security event is kept before it is deleted. Below 30 days the gateway warns at start; each retention run that deletes events logs how many, and up to when.',
       { maximum: 10 * YEAR },
     ),
     sweepInterval: Int(

@@ -9,7 +9,7 @@ import type { SchemaState } from './migration-state.ts';
 import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from './modules/email/email.queue.ts';
 import { readinessChecks } from './modules/health/readiness.ts';
-import { retentionBatches } from './modules/housekeeping/retention.ts';
+import { retentionBatches, warnIfShortRetention } from './modules/housekeeping/retention.ts';
 import { createSweep } from './modules/housekeeping/sweep.ts';
 import { createSecurityLog } from './modules/security-events/security-events.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
@@ -103,6 +103,7 @@ export function createServices(
     requestCooldown: config.users.deletionRequestCooldown,
   });
 
+  warnIfShortRetention({ securityEventRetention: config.retention.securityEventRetention, log });
   return {
     /** Who is calling: the access token verified and its session still active. */
     authenticate: verifyCaller(tokens, activeSessions),
@@ -122,7 +123,7 @@ export function createServices(
       }),
       createSweep({
         name: 'retention',
-        batches: () => retentionBatches({ db, clock, ...config.retention }),
+        batches: () => retentionBatches({ db, clock, log, ...config.retention }),
         interval: config.retention.sweepInterval,
         log,
         ready: schema.isCurrent,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@tessera/testing';
 import { CamelCasePlugin, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock.ts';
 import type { Database } from '../src/database.ts';
@@ -54,6 +55,7 @@ async function sweepToTheEnd(): Promise<number> {
     clock: systemClock,
     sessionRetention: 86_400,
     securityEventRetention: 365 * 86_400,
+    log: pino({ level: 'silent' }),
   });
   statements.length = 0;
   let batches = 1;

@@ -1,18 +1,27 @@
+import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
+const logLines: Record<string, unknown>[] = [];
+const logStream = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+    done();
+  },
+});
 let gateway: TestGateway;
 beforeAll(async () => {
   gateway = await startGateway(
     {
+      LOG_LEVEL: 'info',
       RETENTION_SWEEP_INTERVAL: '1',
       SESSION_RETENTION: '3600',
       SECURITY_EVENT_RETENTION: '7200',
       REFRESH_TOKEN_TTL: '86400',
     },
-    { clock },
+    { clock, logStream },
   );
   await gateway.app.ready();
 });
@@ -28,6 +37,12 @@ const count = async (table: string, where = sql`true`) =>
   );
 
 describe('the retention sweep', () => {
+  it('warns at start that security events are kept for less than 30 days, in seconds', () => {
+    expect(logLines.find((line) => line.level === 40 && line.securityEventRetention === 7200)?.msg).toBe(
+      'security events are deleted 7200 seconds after they happen (SECURITY_EVENT_RETENTION is in seconds)',
+    );
+  });
+
   it('deletes ended and expired sessions with their tokens after SESSION_RETENTION, and old events after SECURITY_EVENT_RETENTION', async () => {
     const gone = await signIn(gateway.app, 'short-lived@example.com');
     await post(gateway.app, '/api/v1/auth/logout', {}, bearer(gone.accessToken));
@@ -58,6 +73,18 @@ describe('the retention sweep', () => {
     // Past SECURITY_EVENT_RETENTION every event of that hour goes.
     clock.advance(3600);
     await vi.waitFor(async () => expect(await count('security_events')).toBe(0), { timeout: 5000 });
+    // Each run that deleted some says how many, and up to when.
+    await vi.waitFor(() =>
+      expect(
+        logLines.filter((line) => line.msg === 'security events past SECURITY_EVENT_RETENTION deleted'),
+      ).toEqual([
+        expect.objectContaining({
+          level: 30,
+          deleted: eventsBefore,
+          before: new Date(clock.now().getTime() - 7_200_000).toISOString(),
+        }),
+      ]),
+    );
 
     // A day later the rotated token expired more than SESSION_RETENTION ago and goes; the session and
     // its current token expired exactly SESSION_RETENTION ago and stay.
