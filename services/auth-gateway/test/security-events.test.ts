@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { startOperationsServer } from '@tessera/telemetry';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
@@ -137,7 +138,18 @@ describe('the security log', () => {
 });
 
 describe('when the security log cannot be written', () => {
-  it('still ends the sessions it was asked to end: revoke, sign-out of a device, logout', async () => {
+  it('still ends the sessions it was asked to end: revoke, sign-out of a device, logout; and counts each event lost', async () => {
+    const operations = await startOperationsServer({
+      host: '127.0.0.1',
+      port: 0,
+      checks: gateway.app.readiness,
+    });
+    const lost = async () => {
+      const text = await (await fetch(`${operations.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith('tessera_security_events_lost_total '));
+      return Number(line?.split(' ')[1]);
+    };
+    const lostBefore = await lost();
     const first = await signIn(gateway.app, 'unlogged@example.com');
     const second = await signIn(gateway.app, 'unlogged@example.com');
     const third = await signIn(gateway.app, 'unlogged@example.com');
@@ -173,8 +185,10 @@ describe('when the security log cannot be written', () => {
       expect(after.statusCode).toBe(401);
       const unrecorded = logLines.filter((line) => line.msg === 'could not record a security event');
       expect(unrecorded.map((line) => line.event)).toEqual(['session_revoked', 'session_revoked', 'logout']);
+      expect((await lost()) - lostBefore).toBe(3);
     } finally {
       await sql`alter table security_events_away rename to security_events`.execute(gateway.app.db);
+      await operations.close();
     }
   });
 });

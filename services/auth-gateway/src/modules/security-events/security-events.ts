@@ -1,9 +1,21 @@
 import { type PaginationQuery, pageOffset } from '@tessera/contracts';
+import { meter } from '@tessera/telemetry';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../database.ts';
 import type { SecurityEventType } from './event-types.ts';
 import * as repository from './security-events.repository.ts';
+
+const eventsLost = meter.createCounter('tessera.security_events.lost', {
+  description: 'Security events not recorded while the action they tell of stood (the write failed)',
+});
+eventsLost.add(0);
+
+/** A security event whose action stood but whose write failed: logged, and counted for an alert. */
+export function eventLost(log: FastifyBaseLogger, err: unknown, type: SecurityEventType): void {
+  eventsLost.add(1);
+  log.error({ err, event: type }, 'could not record a security event');
+}
 
 /** Where a request came from, as recorded on sessions and security events. */
 export interface ClientInfo {
@@ -68,7 +80,7 @@ export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) 
       try {
         await record(event);
       } catch (err) {
-        log.error({ err, event: event.type }, 'could not record a security event');
+        eventLost(log, err, event.type);
       }
     },
   };

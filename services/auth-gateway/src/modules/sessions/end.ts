@@ -2,7 +2,7 @@ import { DependencyUnavailableError } from '@tessera/contracts';
 import { type ErrorCode, GatewayError } from '../../errors.ts';
 import { isUuid } from '../../uuid.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
-import type { ClientInfo } from '../security-events/security-events.ts';
+import { type ClientInfo, eventLost } from '../security-events/security-events.ts';
 import { hashRefreshToken } from '../tokens/refresh-token.ts';
 import { sessionsEnded } from './metrics.ts';
 import type { SessionsContext } from './sessions.context.ts';
@@ -47,7 +47,7 @@ async function withEvent<T>(
     return await run(true);
   } catch (err) {
     if (err instanceof DependencyUnavailableError) throw err;
-    log.error({ err, event: type }, 'could not record a security event');
+    eventLost(log, err, type);
     return run(false);
   }
 }
