@@ -9,7 +9,7 @@ export const SEND_OTP_JOB = 'send-otp';
 /**
  * One address, as the gateway normalizes it: never a list, a group or a display name, which the
  * mailer's MIME composer would read as several recipients, or as words beside the address (a job
- * written into Redis by someone else must not mail anyone else).
+ * written into Redis by someone else reaches one recipient at most, with the product's own words).
  */
 const Recipient = Type.String({
   maxLength: 254,

@@ -49,9 +49,17 @@ export function retentionBatches({
   const tokens: Kind = (limit) => repository.deleteOldRefreshTokens(db, ago(sessionRetention), limit);
   const events: Kind = (limit) => repository.deleteOldSecurityEvents(db, ago(securityEventRetention), limit);
   let left = [sessions, tokens, events];
-  // Security events deleted in this run: an audit trail of the deletions of the audit trail.
+  // Security events deleted in this run, said when it ends (stopped or failed too): an audit trail of
+  // the deletions of the audit trail.
   let eventsDeleted = 0;
-  return async (limit: number): Promise<number> => {
+  const end = () => {
+    if (eventsDeleted > 0)
+      log.info(
+        { deleted: eventsDeleted, before: ago(securityEventRetention).toISOString() },
+        'security events past SECURITY_EVENT_RETENTION deleted',
+      );
+  };
+  const batch = async (limit: number): Promise<number> => {
     const counts = new Map<Kind, number>();
     for (const kind of left) {
       // Rotated tokens wait for the backlog of expired sessions: until it is gone, the index of the
@@ -61,13 +69,7 @@ export function retentionBatches({
     }
     eventsDeleted += counts.get(events) ?? 0;
     left = left.filter((kind) => (counts.get(kind) ?? 0) >= limit);
-    if (eventsDeleted > 0 && !left.includes(events)) {
-      log.info(
-        { deleted: eventsDeleted, before: ago(securityEventRetention).toISOString() },
-        'security events past SECURITY_EVENT_RETENTION deleted',
-      );
-      eventsDeleted = 0;
-    }
     return Math.max(0, ...counts.values());
   };
+  return Object.assign(batch, { end });
 }

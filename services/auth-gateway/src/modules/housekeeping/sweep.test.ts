@@ -113,6 +113,32 @@ describe('a sweep', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('ends each run, however it ends: short batch, failure, or stopped with more to do', async () => {
+    const { calls, runBatch } = controlledFinalize();
+    const end = vi.fn();
+    const sweep = createSweep({
+      name: 'test',
+      batches: () => Object.assign((limit: number) => runBatch(limit), { end }),
+      interval: 60,
+      log,
+      batchSize: 2,
+    });
+    sweep.start();
+    await vi.advanceTimersByTimeAsync(0);
+    calls[0]?.settle(ids(1));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(end).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    calls[1]?.settle(new Error('Postgres went away'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(end).toHaveBeenCalledTimes(2);
+    await vi.advanceTimersByTimeAsync(60_000);
+    const stopping = sweep.stop();
+    calls[2]?.settle(ids(2));
+    await stopping;
+    expect(end).toHaveBeenCalledTimes(3);
+  });
+
   it('resolves stop() at once when no run is in progress, and can be started again', async () => {
     const runBatch = vi.fn(async () => 0);
     const sweep = createSweep({ name: 'test', batches: () => runBatch, interval: 60, log });

@@ -11,9 +11,9 @@ export interface SweepOptions {
   name: string;
   /**
    * Called at the start of each run: what handles a batch of up to `limit` rows in that run, and
-   * answers how many it handled.
+   * answers how many it handled; its `end`, if any, is called when the run ends, however it ends.
    */
-  batches: () => (limit: number) => Promise<number>;
+  batches: () => Batches;
   /** Seconds between two runs. */
   interval: number;
   log: FastifyBaseLogger;
@@ -25,6 +25,8 @@ export interface SweepOptions {
    */
   ready?: () => Promise<boolean>;
 }
+
+export type Batches = ((limit: number) => Promise<number>) & { end?: () => void };
 
 export type Sweep = ReturnType<typeof createSweep>;
 
@@ -49,12 +51,13 @@ export function createSweep({
   let running: Promise<void> | undefined;
 
   async function run(): Promise<void> {
+    let runBatch: Batches | undefined;
     try {
       if (!(await ready())) {
         log.debug({ sweep: name }, 'sweep skipped: the database lacks migrations');
         return;
       }
-      const runBatch = batches();
+      runBatch = batches();
       while (!stopped) {
         if ((await runBatch(batchSize)) < batchSize) return;
       }
@@ -62,6 +65,7 @@ export function createSweep({
       sweepFailures.add(1, { sweep: name });
       log.error({ err, sweep: name }, 'sweep failed; the next run tries again');
     } finally {
+      runBatch?.end?.();
       log.debug({ sweep: name }, 'sweep run ended');
     }
   }

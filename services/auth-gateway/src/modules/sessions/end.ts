@@ -47,8 +47,10 @@ async function withEvent<T>(
     return await run(true);
   } catch (err) {
     if (err instanceof DependencyUnavailableError) throw err;
+    // Lost only once the action, run again without it, stood.
+    const result = await run(false);
     eventLost(log, err, type);
-    return run(false);
+    return result;
   }
 }
 
