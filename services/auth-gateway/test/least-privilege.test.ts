@@ -4,7 +4,7 @@ import { migrateToLatest } from '@tessera/infra';
 import { createDatabase, type PrivatePostgres, startPrivatePostgres } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // The gateway as a role that owns nothing, with exactly the grants the README gives (Operations,
 // Least privilege), on a Postgres server of the test's own (roles are the server's): every flow and
@@ -63,7 +63,7 @@ const refused = () =>
   logLines.filter((line) => Number(line.level) >= 50 || JSON.stringify(line).includes('permission denied'));
 
 describe("a gateway role with the README's grants only", () => {
-  it('signs in, refreshes, lists, updates the profile, revokes and logs out', async () => {
+  it('signs in, refreshes, lists, updates the profile and the username, revokes and logs out', async () => {
     const first = await signIn(gateway.app, 'least@example.com');
     const second = await signIn(gateway.app, 'least@example.com');
     const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
@@ -92,6 +92,59 @@ describe("a gateway role with the README's grants only", () => {
     );
     expect(revoked.statusCode).toBe(200);
     expect((await post(gateway.app, '/api/v1/auth/logout', {}, bearer(accessToken))).statusCode).toBe(200);
+    expect(refused()).toEqual([]);
+  });
+
+  it('refuses a wrong code and a reused refresh token, ends one session, cancels a deletion, each recorded', async () => {
+    const email = 'refused@example.com';
+    const first = await signIn(gateway.app, email);
+    // A wrong code for the account, then the right one.
+    const { code } = body(await post(gateway.app, '/api/v1/auth/send-otp-email', { email })).data;
+    const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
+    expect(
+      (await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code: wrong })).statusCode,
+    ).toBe(400);
+    const second = body(await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code })).data;
+    const third = await signIn(gateway.app, email);
+    // The first session's token, used again past the grace: a theft, which ends that session.
+    expect(
+      (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken }))
+        .statusCode,
+    ).toBe(200);
+    clock.advance(gateway.config.sessions.refreshReuseGrace + 1);
+    expect(
+      (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken }))
+        .statusCode,
+    ).toBe(401);
+    const ended = await gateway.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/auth/sessions/${sidOf(second.accessToken)}`,
+      headers: bearer(third.accessToken),
+    });
+    expect(ended.statusCode).toBe(200);
+    for (const method of ['POST', 'DELETE'] as const) {
+      const deletion = await gateway.app.inject({
+        method,
+        url: '/api/v1/users/me/deletion',
+        headers: bearer(third.accessToken),
+      });
+      expect(deletion.statusCode, method).toBe(200);
+    }
+    const events = body(
+      await gateway.app.inject({
+        url: '/api/v1/users/me/security-events?limit=20',
+        headers: bearer(third.accessToken),
+      }),
+    ).data.list.map((event: { type: string }) => event.type);
+    expect(events).toEqual(
+      expect.arrayContaining([
+        'sign_in_failed',
+        'refresh_reuse',
+        'session_revoked',
+        'deletion_requested',
+        'deletion_cancelled',
+      ]),
+    );
     expect(refused()).toEqual([]);
   });
 
