@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
@@ -32,7 +31,17 @@ import { createEmailQueue } from '../src/modules/email/email.queue.ts';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
 import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
-import { bearer, body, GENEROUS_LIMITS, type Json, manualClock, post, sidOf, signIn } from './helpers.ts';
+import {
+  bearer,
+  body,
+  capturedLog,
+  GENEROUS_LIMITS,
+  type Json,
+  manualClock,
+  post,
+  sidOf,
+  signIn,
+} from './helpers.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -82,13 +91,7 @@ async function gateway(
   clock: Clock,
   env: Record<string, string> = {},
 ): Promise<{ app: App; log: Log }> {
-  const log: Log = [];
-  const logStream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) log.push(JSON.parse(line));
-      done();
-    },
-  });
+  const { lines: log, logStream } = capturedLog();
   const config = loadConfig({
     APP_ENV: 'test',
     LOG_LEVEL: 'info',

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import { migrateToLatest } from '@tessera/infra';
 import { createTestDatabase } from '@tessera/testing';
 import { sql } from 'kysely';
@@ -7,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
-import { bearer, body, envBeside, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  bearer,
+  body,
+  capturedLog,
+  envBeside,
+  post,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -145,13 +153,7 @@ describe('when Postgres goes away during a sign-in', () => {
 
 /** Another gateway, beside this file's, on the database at `databaseUrl`; its log lines (debug and up) as objects. */
 async function gatewayOn(databaseUrl: string) {
-  const lines: Array<Record<string, unknown>> = [];
-  const logStream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()));
-      done();
-    },
-  });
+  const { lines, logStream } = capturedLog();
   const config = loadConfig(
     envBeside(gateway, {
       DATABASE_URL: databaseUrl,

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -177,4 +178,16 @@ export async function ageRedis(gateway: TestGateway, seconds: number): Promise<v
   } finally {
     await redis.quit();
   }
+}
+
+/** A log stream for a gateway (`startGateway`'s `logStream`) and the lines written to it, as objects. */
+export function capturedLog(): { lines: Record<string, unknown>[]; logStream: Writable } {
+  const lines: Record<string, unknown>[] = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logStream };
 }

@@ -1,10 +1,19 @@
 import { readFile } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { migrateToLatest } from '@tessera/infra';
 import { createDatabase, type PrivatePostgres, startPrivatePostgres } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  bearer,
+  body,
+  capturedLog,
+  manualClock,
+  post,
+  sidOf,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 // The gateway as a role that owns nothing, with exactly the grants the README gives (Operations,
 // Least privilege), on a Postgres server of the test's own (roles are the server's): every flow and
@@ -12,13 +21,7 @@ import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type Test
 // grants it.
 
 const clock = manualClock();
-const logLines: Record<string, unknown>[] = [];
-const logStream = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-    done();
-  },
-});
+const { lines: logLines, logStream } = capturedLog();
 let server: PrivatePostgres;
 let gateway: TestGateway;
 beforeAll(async () => {

@@ -1,8 +1,7 @@
-import { Writable } from 'node:stream';
 import { createTestDatabase, startPgBouncer, type TestDatabase } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, startGateway } from './helpers.ts';
+import { capturedLog, signIn, startGateway } from './helpers.ts';
 
 // Behind PgBouncer (session pooling), which passes on no connection settings of its own accord.
 let database: TestDatabase;
@@ -11,16 +10,6 @@ beforeAll(async () => {
 });
 afterAll(() => database?.drop());
 
-const warnings = () => {
-  const lines: Record<string, unknown>[] = [];
-  const logStream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logStream };
-};
 const TIMEOUTS_UNAPPLIED =
   'Postgres does not apply the timeouts the gateway asked for (a pooler ignores them?): set them on its role';
 
@@ -42,7 +31,7 @@ describe('a PgBouncer that ignores them', () => {
 
   it('serves, and warns with the statements that set the timeouts on the role', async () => {
     const bouncer = await startPgBouncer(database.url, ignoring);
-    const { lines, logStream } = warnings();
+    const { lines, logStream } = capturedLog();
     const gateway = await startGateway(
       { DATABASE_URL: bouncer.urlFor(database.url), LOG_LEVEL: 'warn', DATABASE_STATEMENT_TIMEOUT: '7' },
       { logStream },
@@ -72,7 +61,7 @@ describe('a PgBouncer that ignores them', () => {
     await admin.query(`alter database ${name} set idle_in_transaction_session_timeout = 60000`);
     await admin.end();
     const bouncer = await startPgBouncer(settled.url, ignoring);
-    const { lines, logStream } = warnings();
+    const { lines, logStream } = capturedLog();
     try {
       const gateway = await startGateway(
         { DATABASE_URL: bouncer.urlFor(settled.url), LOG_LEVEL: 'warn', DATABASE_STATEMENT_TIMEOUT: '7' },

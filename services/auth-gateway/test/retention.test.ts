@@ -1,16 +1,9 @@
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, capturedLog, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 const clock = manualClock(new Date('2026-11-23T10:00:00.000Z'));
-const logLines: Record<string, unknown>[] = [];
-const logStream = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-    done();
-  },
-});
+const { lines: logLines, logStream } = capturedLog();
 let gateway: TestGateway;
 beforeAll(async () => {
   gateway = await startGateway(

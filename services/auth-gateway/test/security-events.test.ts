@@ -1,16 +1,19 @@
-import { Writable } from 'node:stream';
 import { startOperationsServer } from '@tessera/telemetry';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  bearer,
+  body,
+  capturedLog,
+  manualClock,
+  post,
+  sidOf,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
-const logLines: Record<string, unknown>[] = [];
-const logStream = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
-    done();
-  },
-});
+const { lines: logLines, logStream } = capturedLog();
 
 const clock = manualClock();
 let gateway: TestGateway;
