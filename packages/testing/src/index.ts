@@ -3,6 +3,7 @@ export { type OtlpSink, type ReceivedSpan, startOtlpSink } from './otlp-sink.ts'
 export {
   createDatabase,
   DURABLE_REDIS_ARGS,
+  freePort,
   type PgBouncer,
   type PrivatePostgres,
   type PrivateRedis,
