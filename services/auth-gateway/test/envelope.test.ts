@@ -48,9 +48,26 @@ describe('every response is the envelope', () => {
     const missing = await gateway.app.inject({ url: '/api/v1/auth/sessions' });
     expect(missing.statusCode).toBe(401);
     expect(missing.headers['www-authenticate']).toBe('Bearer');
-    const refused = await gateway.app.inject({ url: '/api/v1/auth/sessions', headers: bearer('a.b.c') });
-    expect(refused.statusCode).toBe(401);
-    expect(refused.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+    // A token that does not verify, or that is no signed JWT at all (unsigned `alg: none` has no
+    // third part): the client holds a token it should drop, not none.
+    for (const token of ['a.b.c', 'eyJhbGciOiJub25lIn0.e30.', 'not-a-token'])
+      for (const scheme of ['Bearer', 'bearer']) {
+        const refused = await gateway.app.inject({
+          url: '/api/v1/auth/sessions',
+          headers: { authorization: `${scheme} ${token}` },
+        });
+        expect(refused.statusCode).toBe(401);
+        expect(refused.headers['www-authenticate'], token).toBe('Bearer error="invalid_token"');
+        expect(body(refused).errors[1]).toBe('Access token is invalid or expired');
+      }
+    // Another scheme, or none: no token was sent.
+    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer '])
+      expect(
+        (await gateway.app.inject({ url: '/api/v1/auth/sessions', headers: { authorization } })).headers[
+          'www-authenticate'
+        ],
+        authorization,
+      ).toBe('Bearer');
   });
 
   it('answers malformed JSON with an enveloped 400', async () => {

@@ -23,7 +23,9 @@ declare module 'fastify' {
 }
 
 // The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer` too.
-const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i;
+const BEARER = /^Bearer (.+)$/i;
+// A signed JWT in compact form: three parts, none empty (an unsigned `alg: none` token has no third).
+const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
  * The `authenticate` hook: reads the bearer token and asks `verify` (the token's signature and
@@ -33,9 +35,11 @@ export default fp<{ verify: (accessToken: string) => Promise<Caller> }>(
   async function authPlugin(app, { verify }) {
     app.decorateRequest('auth', null as unknown as Caller);
     app.decorate('authenticate', async (request: FastifyRequest) => {
-      const match = BEARER.exec(request.headers.authorization ?? '');
-      if (!match?.[1]) throw new GatewayError('BEARER_MISSING');
-      request.auth = await verify(match[1]);
+      const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+      if (token === undefined) throw new GatewayError('BEARER_MISSING');
+      // A token sent that is none: refused as invalid, so that the client drops it and refreshes.
+      if (!JWS.test(token)) throw new GatewayError('ACCESS_TOKEN_INVALID');
+      request.auth = await verify(token);
     });
   },
   { name: 'auth' },
