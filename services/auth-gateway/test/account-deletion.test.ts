@@ -570,7 +570,7 @@ describe('finalization', () => {
         if (interleaved) return;
         interleaved = true;
         for (const id of sessionIds)
-          await store.markActive(id, new Date(clock.now().getTime() + 3_600_000), clock.now());
+          await store.markActive(id, ida.user._id, new Date(clock.now().getTime() + 3_600_000), clock.now());
       },
     });
 

@@ -120,8 +120,10 @@ export function post(
 export const bearer = (accessToken: string) => ({ authorization: `Bearer ${accessToken}` });
 
 /** The session id (`sid`) an access token carries. */
-export const sidOf = (accessToken: string): string =>
-  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
+/** The user (`sub`) and session (`sid`) an access token names. */
+export const claimsOf = (accessToken: string): { sub: string; sid: string } =>
+  JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString());
+export const sidOf = (accessToken: string): string => claimsOf(accessToken).sid;
 
 /** Asks for a code and signs in with it, as a client would. */
 export async function signIn(app: FastifyInstance, email: string, headers: Record<string, string> = {}) {

@@ -1,3 +1,4 @@
+import { DependencyUnavailableError } from '@tessera/contracts';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
@@ -6,7 +7,18 @@ import { createSessions } from '../src/modules/sessions/sessions.ts';
 import { signingKeyFromPem } from '../src/modules/tokens/keys.ts';
 import { successorSealer } from '../src/modules/tokens/refresh-token.ts';
 import { createTokenService } from '../src/modules/tokens/tokens.service.ts';
-import { bearer, body, manualClock, post, sidOf, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { upsertOnSignIn } from '../src/modules/users/users.repository.ts';
+import {
+  bearer,
+  body,
+  claimsOf,
+  manualClock,
+  post,
+  sidOf,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 const REVOKE = '/api/v1/auth/revoke-token';
 const LOGOUT = '/api/v1/auth/logout';
@@ -171,44 +183,50 @@ describe("the Redis keys of a user's many sessions", () => {
     const ids = Array.from({ length: 600 }, () => crypto.randomUUID());
     const now = clock.now();
     const until = new Date(now.getTime() + 60_000);
-    await Promise.all(ids.map((id) => store.markActive(id, until, now)));
+    const user = crypto.randomUUID();
+    await Promise.all(ids.map((id) => store.markActive(id, user, until, now)));
     await store.remove(ids);
-    const stillActive = await Promise.all(ids.map((id) => store.isActive(id)));
+    const stillActive = await Promise.all(ids.map((id) => store.isActive(id, user)));
     expect(stillActive.filter(Boolean)).toEqual([]);
   });
 });
 
+/** The session operations of the test's gateway, with `activeSessions` in place of its store. */
+function sessionsWith(activeSessions: ReturnType<typeof createActiveSessionStore>) {
+  const { app, config } = gateway;
+  return createSessions({
+    db: app.db,
+    activeSessions,
+    tokens: createTokenService({
+      signingKey: signingKeyFromPem(config.jwt.privateKey ?? ''),
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      accessTokenTtl: config.jwt.accessTokenTtl,
+      clock,
+    }),
+    securityLog: createSecurityLog(app.db, app.log),
+    clock,
+    log: app.log,
+    accessTokenTtl: config.jwt.accessTokenTtl,
+    refreshTokenTtl: config.sessions.refreshTokenTtl,
+    refreshReuseGrace: config.sessions.refreshReuseGrace,
+    successors: successorSealer(config.otp.secret),
+  });
+}
+
 describe('a refresh racing a logout', () => {
   it('does not bring back the session the logout ended after the refresh had rotated its token', async () => {
-    const { refreshToken, accessToken } = await signIn(gateway.app, 'zoe@example.com');
-    const { app, config } = gateway;
-    const store = createActiveSessionStore(app.redis);
+    const { refreshToken, accessToken, user } = await signIn(gateway.app, 'zoe@example.com');
+    const store = createActiveSessionStore(gateway.app.redis);
     // The interleaving: the rotation commits, then the logout ends the session and deletes its key,
     // then the refresh moves the key's expiry.
     let loggedOut = false;
-    const sessions = createSessions({
-      db: app.db,
-      activeSessions: {
-        ...store,
-        async extend(sessionId, expiresAt, now) {
-          loggedOut = (await post(app, LOGOUT, {}, bearer(accessToken))).statusCode === 200;
-          return store.extend(sessionId, expiresAt, now);
-        },
+    const sessions = sessionsWith({
+      ...store,
+      async assign(sessionId, userId, expiresAt, now) {
+        loggedOut = (await post(gateway.app, LOGOUT, {}, bearer(accessToken))).statusCode === 200;
+        return store.assign(sessionId, userId, expiresAt, now);
       },
-      tokens: createTokenService({
-        signingKey: signingKeyFromPem(config.jwt.privateKey ?? ''),
-        issuer: config.jwt.issuer,
-        audience: config.jwt.audience,
-        accessTokenTtl: config.jwt.accessTokenTtl,
-        clock,
-      }),
-      securityLog: createSecurityLog(app.db, app.log),
-      clock,
-      log: app.log,
-      accessTokenTtl: config.jwt.accessTokenTtl,
-      refreshTokenTtl: config.sessions.refreshTokenTtl,
-      refreshReuseGrace: config.sessions.refreshReuseGrace,
-      successors: successorSealer(config.otp.secret),
     });
 
     const refreshed = sessions.refresh(refreshToken, { ipAddress: '127.0.0.1', userAgent: null });
@@ -216,7 +234,28 @@ describe('a refresh racing a logout', () => {
     await expect(refreshed).rejects.toMatchObject({ statusCode: 401 });
     expect(loggedOut).toBe(true);
     expect((await list(accessToken)).statusCode).toBe(401);
-    expect(await store.isActive(sidOf(accessToken))).toBe(false);
+    expect(await store.isActive(sidOf(accessToken), user._id)).toBe(false);
+  });
+});
+
+describe('a sign-in whose session key Redis could not finish', () => {
+  it('still answers its pair: the access token works after the first refresh', async () => {
+    // Redis went away between the key's reservation and the statement's end: the code is spent and
+    // the session recorded, so the client gets its pair rather than a 503 and a code to ask again.
+    const store = createActiveSessionStore(gateway.app.redis);
+    const sessions = sessionsWith({
+      ...store,
+      assign: () => Promise.reject(new DependencyUnavailableError('redis', new Error('connection lost'))),
+    });
+    const client = { ipAddress: '127.0.0.1', userAgent: null };
+    const { tokens } = await sessions.start(client, upsertOnSignIn('yuri@example.com', clock.now()));
+
+    expect((await list(tokens.accessToken)).statusCode).toBe(401);
+    const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
+      refreshToken: tokens.refreshToken,
+    });
+    expect(refreshed.statusCode).toBe(200);
+    expect((await list(body(refreshed).data.accessToken)).statusCode).toBe(200);
   });
 });
 
@@ -386,7 +425,7 @@ describe('a revocation whose Redis delete was lost', () => {
     try {
       // Puts the session's key back, as if the delete had failed after the database commit.
       const lose = async (accessToken: string) => {
-        await inspector.set(sessionKey(accessToken), '1', 'EX', 600);
+        await inspector.set(sessionKey(accessToken), claimsOf(accessToken).sub, 'EX', 600);
         expect((await list(accessToken)).statusCode).toBe(200);
       };
       const a = await signIn(gateway.app, 'lia@example.com');
@@ -474,7 +513,7 @@ describe('authenticating a request', () => {
       expect(response.statusCode).toBe(200);
       expect(response.json().data).toMatchObject({ sub: user._id, sid: sidOf(accessToken) });
       // The general rate limit's counter (a script), then the session check.
-      expect(commands.mock.calls.map(([command]) => command.name)).toEqual(['evalsha', 'exists']);
+      expect(commands.mock.calls.map(([command]) => command.name)).toEqual(['evalsha', 'get']);
     } finally {
       await probe.close();
     }

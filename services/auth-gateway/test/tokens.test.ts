@@ -122,6 +122,28 @@ describe('access tokens', () => {
     expect((await listSessions(accessToken)).statusCode).toBe(200);
   });
 
+  it("are refused, even signed with the gateway's key, when they name another user's session, or outlive ACCESS_TOKEN_TTL", async () => {
+    // What a leaked signing key gives, until the key is rotated: tokens it signs, but none that a
+    // victim's logout leaves standing or that outlast the rotation.
+    const victim = await signIn(gateway.app, 'victor@example.com');
+    const attacker = await signIn(gateway.app, 'mallory@example.com');
+    const { header, payload } = decode(victim.accessToken);
+    const sign = createSigner({ key: gateway.config.jwt.privateKey, algorithm: 'EdDSA', kid: header.kid });
+    const now = Math.floor(clock.now().getTime() / 1000);
+    const ttl = gateway.config.jwt.accessTokenTtl;
+    const forged = {
+      "another user's session": sign({ ...payload, sid: decode(attacker.accessToken).payload.sid }),
+      'a lifetime of ten years': sign({ ...payload, iat: now, exp: now + 10 * 365 * 86_400 }),
+      'issued in the future': sign({ ...payload, iat: now + 86_400, exp: now + 86_400 + ttl }),
+    };
+    for (const [what, token] of Object.entries(forged)) {
+      expect(decode(token).header.kid, what).toBe(header.kid);
+      expect((await listSessions(token)).statusCode, what).toBe(401);
+    }
+    // Signed as the gateway signs: accepted.
+    expect((await listSessions(sign({ ...payload, iat: now, exp: now + ttl }))).statusCode).toBe(200);
+  });
+
   it('expire after ACCESS_TOKEN_TTL, by the gateway clock', async () => {
     const { accessToken } = await signIn(gateway.app, 'quinn@example.com');
     const list = () => gateway.app.inject({ method: 'GET', url: SESSIONS, headers: bearer(accessToken) });

@@ -7,24 +7,38 @@ export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
 const REMOVE_AT_ONCE = 256;
 
 /**
- * The sessions whose access tokens are honoured, as Redis keys that live until the session expires.
- * Authenticating a request costs one EXISTS; ending a session deletes its key, so the next request
- * with its access token is refused. Losing Redis fails closed: clients refresh and are let back in.
+ * The sessions whose access tokens are honoured, as Redis keys that live until the session expires
+ * and hold the id of the session's user, so that a token naming one user and another's session is
+ * refused. Authenticating a request costs one GET; ending a session deletes its key, so the next
+ * request with its access token is refused. Losing Redis fails closed: clients refresh and are let
+ * back in.
  */
 export function createActiveSessionStore(redis: RedisClient) {
   const key = (sessionId: string) => `session:${sessionId}`;
   return {
-    async markActive(sessionId: string, expiresAt: Date, now: Date): Promise<void> {
+    /**
+     * Marks a session about to be recorded, before its user is known (a sign-in learns the user's
+     * id from the statement that records the session): no access token passes it until `assign`.
+     */
+    async reserve(sessionId: string, expiresAt: Date, now: Date): Promise<void> {
       const ttl = expiresAt.getTime() - now.getTime();
-      if (ttl > 0) await redis.set(key(sessionId), '1', 'PX', ttl);
+      if (ttl > 0) await redis.set(key(sessionId), '', 'PX', ttl);
     },
-    /** Moves an active session's expiry; false when its key is gone (ended, or Redis lost it). */
-    async extend(sessionId: string, expiresAt: Date, now: Date): Promise<boolean> {
+    /**
+     * Gives an existing key its session's user and expiry; false when the key is gone (the session
+     * ended, or Redis lost it).
+     */
+    async assign(sessionId: string, userId: string, expiresAt: Date, now: Date): Promise<boolean> {
       const ttl = expiresAt.getTime() - now.getTime();
-      return ttl > 0 && (await redis.set(key(sessionId), '1', 'PX', ttl, 'XX')) === 'OK';
+      return ttl > 0 && (await redis.set(key(sessionId), userId, 'PX', ttl, 'XX')) === 'OK';
     },
-    async isActive(sessionId: string): Promise<boolean> {
-      return (await redis.exists(key(sessionId))) === 1;
+    /** Marks a session of `userId` active, whether or not its key exists. */
+    async markActive(sessionId: string, userId: string, expiresAt: Date, now: Date): Promise<void> {
+      const ttl = expiresAt.getTime() - now.getTime();
+      if (ttl > 0) await redis.set(key(sessionId), userId, 'PX', ttl);
+    },
+    async isActive(sessionId: string, userId: string): Promise<boolean> {
+      return (await redis.get(key(sessionId))) === userId;
     },
     // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot. A few hundred at a
     // time, so that the other requests' commands take turns with a user's thousands of sessions

@@ -39,7 +39,7 @@ const BY_SESSION_ID: How = { reason: 'signed_out', via: 'session_id', conflict: 
  * user's action stands without its record.
  */
 async function withEvent<T>(
-  { log }: SessionsContext,
+  { log }: Pick<SessionsContext, 'log'>,
   type: SecurityEventType,
   run: (event: boolean) => Promise<T>,
 ): Promise<T> {
@@ -114,11 +114,14 @@ export function endSessionById(context: SessionsContext) {
 
 /**
  * Ends every session of the user, with the `logout` event when it ended any, in one statement;
- * returns how many were open.
+ * returns how many were open. The client has no address when an operator's command ends them.
  */
-export function logoutEverywhere(context: SessionsContext) {
+export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' | 'activeSessions' | 'log'>) {
   const { db, clock, activeSessions } = context;
-  return async (userId: string, client: ClientInfo): Promise<number> => {
+  return async (
+    userId: string,
+    client: ClientInfo | { ipAddress: null; userAgent: string },
+  ): Promise<number> => {
     const values = { userId, ...client, now: clock.now() };
     const { ended, unexpired } = await withEvent(context, 'logout', (event) =>
       repository.logoutEverywhere(db, values, event),

@@ -57,10 +57,10 @@ export function refreshSession(context: SessionsContext) {
   /** Whether the session's key follows its new expiry; false when the session has ended meanwhile. */
   async function followedByKey(sessionId: string, userId: string, expiresAt: Date, now: Date) {
     // Only an existing key is extended: a revocation since the rotation deleted it, and it stays deleted.
-    if (await activeSessions.extend(sessionId, expiresAt, now)) return true;
+    if (await activeSessions.assign(sessionId, userId, expiresAt, now)) return true;
     // Gone without a revocation (Redis lost it): set again, then look, so that a revocation
     // meanwhile deletes it after this write, or is seen here.
-    await activeSessions.markActive(sessionId, expiresAt, now);
+    await activeSessions.markActive(sessionId, userId, expiresAt, now);
     const session = await repository.findUserSession(db, userId, sessionId);
     return session !== undefined && !session.endedAt;
   }

@@ -202,10 +202,13 @@ export async function endSession(
   return numAffectedRows > 0n;
 }
 
-/** Who ends sessions, from where, when: the values of the security event written with the ending. */
+/**
+ * Who ends sessions, from where, when: the values of the security event written with the ending (no
+ * address for an operator's command).
+ */
 interface Ending {
   userId: string;
-  ipAddress: string;
+  ipAddress: string | null;
   userAgent: string | null;
   now: Date;
 }
@@ -410,6 +413,26 @@ export async function logoutEverywhere(
 ): Promise<{ ended: number; unexpired: string[] }> {
   const { ended, unexpired } = await logoutAll(event).firstOrThrow(db, values);
   return { ended: Number(ended), unexpired };
+}
+
+/**
+ * Up to `limit` users with a session open at `now` that started by `startedBefore`: an operator's
+ * ending of every session goes through them in turns, and stops at the sessions started since.
+ */
+export async function usersWithOpenSessions(
+  db: Kysely<Database>,
+  { now, startedBefore, limit }: { now: Date; startedBefore: Date; limit: number },
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .select('userId')
+    .distinct()
+    .where('endedAt', 'is', null)
+    .where('expiresAt', '>', now)
+    .where('createdAt', '<=', startedBefore)
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.userId);
 }
 
 const userSession = prepareQuery((db: Kysely<Database>, $: { userId: string; sessionId: string }) =>

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DependencyUnavailableError } from '@tessera/contracts';
 import type { ClientInfo } from '../security-events/security-events.ts';
 import { generateRefreshToken, hashRefreshToken } from '../tokens/refresh-token.ts';
 import type { TokenPair } from '../tokens/schemas.ts';
@@ -13,15 +14,16 @@ import * as repository from './sessions.repository.ts';
  * session.
  */
 export function startSession(context: SessionsContext) {
-  const { db, clock, activeSessions } = context;
+  const { db, clock, activeSessions, log } = context;
   return async (client: ClientInfo, user: UpsertOnSignIn): Promise<{ user: UserRow; tokens: TokenPair }> => {
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + seconds(context.refreshTokenTtl));
     const refreshToken = generateRefreshToken();
     const sessionId = randomUUID();
     // Before the session exists: whatever ends it later (a logout everywhere, the account's
-    // deletion) deletes the key after this write, never before it.
-    await activeSessions.markActive(sessionId, expiresAt, now);
+    // deletion) deletes the key after this write, never before it. Its user is known after the
+    // statement, and given to the key only if nothing has deleted it meanwhile.
+    await activeSessions.reserve(sessionId, expiresAt, now);
     let row: UserRow;
     try {
       row = await repository.insertSignIn(db, user, {
@@ -35,6 +37,13 @@ export function startSession(context: SessionsContext) {
       await activeSessions.remove([sessionId]).catch(() => undefined);
       throw error;
     }
+    await activeSessions.assign(sessionId, row.id, expiresAt, now).catch((error: unknown) => {
+      // The session is recorded and the code spent: the pair goes out, and its access token is
+      // refused until the client's refresh gives the key its user (refresh.ts), as after Redis lost it.
+      if (!(error instanceof DependencyUnavailableError && error.dependency === 'redis')) throw error;
+      log.warn({ sessionId }, "redis unavailable: signed in without the session's key");
+      return false;
+    });
     const tokens = tokenPair(context, { sub: row.id, sid: sessionId, roles: row.roles }, refreshToken, now);
     return { user: row, tokens };
   };

@@ -70,10 +70,15 @@ export function createTokenService({
     cache: 10_000,
   });
 
-  /** `exp` (and `nbf`, if present) hold at the clock's now, give or take the tolerance. */
-  function isCurrent({ exp, nbf }: { exp?: unknown; nbf?: unknown }): boolean {
+  /**
+   * Issued by now and living no longer than ACCESS_TOKEN_TTL, as this gateway signs them, with `exp`
+   * (and `nbf`, if present) holding at the clock's now, give or take the tolerance: a token forged
+   * with a leaked key cannot name a lifetime of its own that outlasts the key's rotation.
+   */
+  function isCurrent({ iat, exp, nbf }: { iat?: unknown; exp?: unknown; nbf?: unknown }): boolean {
     const now = clock.now().getTime() / 1000;
-    if (typeof exp !== 'number' || now > exp + clockTolerance) return false;
+    if (typeof iat !== 'number' || typeof exp !== 'number') return false;
+    if (iat > now + clockTolerance || exp - iat > accessTokenTtl || now > exp + clockTolerance) return false;
     return nbf === undefined || (typeof nbf === 'number' && now >= nbf - clockTolerance);
   }
 

@@ -53,6 +53,11 @@ export function findUser(db: Kysely<Database>, id: string): Promise<UserRow | un
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The id of the account of `email` (normalized), if it has one. */
+export async function findUserIdByEmail(db: Kysely<Database>, email: string): Promise<string | undefined> {
+  return (await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst())?.id;
+}
+
 /** The user's row, locked until the transaction ends: profile changes of one user take turns. */
 export function lockUser(trx: Transaction<Database>, id: string): Promise<UserRow | undefined> {
   return trx.selectFrom('users').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();

@@ -1,0 +1,121 @@
+import { parseArgs } from 'node:util';
+import { ConfigError } from '@tessera/config';
+import Fastify from 'fastify';
+import pino from 'pino';
+import { systemClock } from './clock.ts';
+import { loadConfig } from './config.ts';
+import { loggerOptions } from './logging.ts';
+import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
+import { logoutEverywhere } from './modules/sessions/end.ts';
+import { usersWithOpenSessions } from './modules/sessions/sessions.repository.ts';
+import { normalizeEmail } from './modules/sign-in/email-address.ts';
+import { findUserIdByEmail } from './modules/users/users.repository.ts';
+import db from './plugins/db.ts';
+import redis from './plugins/redis.ts';
+import { isUuid } from './uuid.ts';
+
+const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--json]
+       sessions-cli.ts end --all [--json]
+Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.`;
+
+/** How an operator's ending shows in the user's security events: a `logout` with no address. */
+const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)' };
+
+/** Users ended at a time, in --all: each is one statement and its Redis keys. */
+const USERS_AT_ONCE = 16;
+
+export interface EndReport {
+  users: number;
+  sessionsEnded: number;
+}
+
+/**
+ * An operator's sign-out (package script `sessions:end`): every session of one account, or of every
+ * account, ended in Postgres, then their access tokens refused by deleting their Redis keys, each
+ * account's ending recorded as its `logout` event. As the user's own "log out everywhere" does it,
+ * in that order: a key deleted first could come back with a refresh before the session had ended.
+ * Exit code 0 when done, 1 when a dependency or the configuration fails (one line on stderr), 2 on
+ * a usage error or an account not found.
+ */
+export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  let app: ReturnType<typeof Fastify> | undefined;
+  try {
+    const config = loadConfig(env);
+    // The gateway's own clients, with their checks at start; log lines go to stderr.
+    app = Fastify({ logger: loggerOptions(config, pino.destination(2)) });
+    await app.register(db, config.database);
+    await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
+    await app.ready();
+    const end = logoutEverywhere({
+      db: app.db,
+      clock: systemClock,
+      activeSessions: createActiveSessionStore(app.redis),
+      log: app.log,
+    });
+
+    let report: EndReport;
+    if (args.user !== undefined) {
+      const userId = isUuid(args.user)
+        ? args.user
+        : await findUserIdByEmail(app.db, normalizeEmail(args.user));
+      if (userId === undefined) {
+        console.error(`sessions end: no account of ${args.user}`);
+        return 2;
+      }
+      report = { users: 1, sessionsEnded: await end(userId, OPERATOR) };
+    } else {
+      report = { users: 0, sessionsEnded: 0 };
+      const startedBefore = systemClock.now();
+      for (;;) {
+        const users = await usersWithOpenSessions(app.db, {
+          now: systemClock.now(),
+          startedBefore,
+          limit: USERS_AT_ONCE,
+        });
+        if (users.length === 0) break;
+        const ended = await Promise.all(users.map((userId) => end(userId, OPERATOR)));
+        report.users += users.length;
+        report.sessionsEnded += ended.reduce((sum, count) => sum + count, 0);
+      }
+    }
+    console.log(
+      args.json
+        ? JSON.stringify(report)
+        : `sessions ended: ${report.sessionsEnded} (${report.users} ${report.users === 1 ? 'account' : 'accounts'})`,
+    );
+    return 0;
+  } catch (error) {
+    const message = error instanceof ConfigError ? error.message : (error as Error).message;
+    const cause =
+      (error as Error).cause instanceof Error ? `: ${((error as Error).cause as Error).message}` : '';
+    console.error(`sessions end: ${message.split('\n')[0]}${cause}`);
+    return 1;
+  } finally {
+    await app?.close();
+  }
+}
+
+function parse(argv: string[]) {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      user: { type: 'string' },
+      all: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  if (positionals.join(' ') !== 'end')
+    throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
+  if ((values.user === undefined) === !values.all) throw new Error('give either --user or --all');
+  return { user: values.user?.trim(), json: values.json };
+}
+
+if (import.meta.main) process.exitCode = await runSessionsCli(process.argv.slice(2));

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runSessionsCli } from '../src/sessions-cli.ts';
+import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+// The operator's sign-out (`pnpm --filter @tessera/auth-gateway sessions:end`), run against the
+// Postgres and Redis of a running gateway, as the README's incident steps use it.
+
+const SESSIONS = '/api/v1/auth/sessions';
+const REFRESH = '/api/v1/auth/refresh-token';
+
+let gateway: TestGateway;
+let env: NodeJS.ProcessEnv;
+beforeAll(async () => {
+  gateway = await startGateway();
+  const { config } = gateway;
+  env = {
+    APP_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: config.database.url,
+    REDIS_URL: config.redis.url,
+    REDIS_KEY_PREFIX: config.redis.keyPrefix,
+  };
+});
+afterAll(() => gateway?.close());
+
+/** Runs the command; its exit code and what it printed. */
+async function sessionsEnd(...args: string[]) {
+  const out = vi.spyOn(console, 'log').mockImplementation(() => {});
+  const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    const code = await runSessionsCli(['end', ...args], env);
+    return { code, out: out.mock.calls.join('\n'), err: err.mock.calls.join('\n') };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+const works = async (accessToken: string) =>
+  (await gateway.app.inject({ url: SESSIONS, headers: bearer(accessToken) })).statusCode === 200;
+const refreshes = async (refreshToken: string) =>
+  (await post(gateway.app, REFRESH, { refreshToken })).statusCode === 200;
+
+describe('sessions:end --user', () => {
+  it("ends every session of the account, by its address or its id: its tokens are refused at once, others' are not", async () => {
+    const phone = await signIn(gateway.app, 'olga@example.com');
+    const laptop = await signIn(gateway.app, 'olga@example.com');
+    const other = await signIn(gateway.app, 'pavel@example.com');
+
+    // As a user reporting a takeover writes the address.
+    expect(await sessionsEnd('--user', ' Olga@Example.COM ')).toEqual({
+      code: 0,
+      out: 'sessions ended: 2 (1 account)',
+      err: '',
+    });
+    for (const session of [phone, laptop]) {
+      expect(await works(session.accessToken)).toBe(false);
+      expect(await refreshes(session.refreshToken)).toBe(false);
+    }
+    expect(await works(other.accessToken)).toBe(true);
+
+    // The account's events say who ended them: no address, the operator's command.
+    const again = await signIn(gateway.app, 'olga@example.com');
+    const events = await gateway.app.inject({
+      url: '/api/v1/users/me/security-events',
+      headers: bearer(again.accessToken),
+    });
+    expect(body(events).data.list[1]).toMatchObject({
+      type: 'logout',
+      ipAddress: null,
+      userAgent: 'Tessera operator (sessions:end)',
+    });
+
+    // By id, with --json: the session just started ends too.
+    expect(await sessionsEnd('--user', again.user._id, '--json')).toMatchObject({
+      code: 0,
+      out: JSON.stringify({ users: 1, sessionsEnded: 1 }),
+    });
+    expect(await works(again.accessToken)).toBe(false);
+  });
+
+  it('says so, and changes nothing, when no account has the address', async () => {
+    const other = await signIn(gateway.app, 'quentin@example.com');
+    expect(await sessionsEnd('--user', 'nobody@example.com')).toEqual({
+      code: 2,
+      out: '',
+      err: 'sessions end: no account of nobody@example.com',
+    });
+    expect(await works(other.accessToken)).toBe(true);
+  });
+});
+
+describe('sessions:end --all', () => {
+  it("ends every account's sessions, more accounts than one turn takes", async () => {
+    const signedIn = [];
+    for (let i = 0; i < 20; i++) signedIn.push(await signIn(gateway.app, `many-${i}@example.com`));
+
+    const { code, out } = await sessionsEnd('--all', '--json');
+
+    expect(code).toBe(0);
+    const report = JSON.parse(out);
+    expect(report.users).toBeGreaterThanOrEqual(20);
+    expect(report.sessionsEnded).toBeGreaterThanOrEqual(20);
+    for (const session of signedIn) expect(await works(session.accessToken)).toBe(false);
+    expect(await sessionsEnd('--all')).toMatchObject({ code: 0, out: 'sessions ended: 0 (0 accounts)' });
+  });
+});
+
+describe('sessions:end, misused', () => {
+  it('answers 2 with the usage, touching nothing', async () => {
+    for (const args of [[], ['--user', 'a@example.com', '--all']]) {
+      const { code, err } = await sessionsEnd(...args);
+      expect(code).toBe(2);
+      expect(err).toContain('give either --user or --all');
+    }
+  });
+
+  it('answers 1 with one line when Postgres cannot be reached', async () => {
+    const unreachable = { ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/tessera' };
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      expect(await runSessionsCli(['end', '--all'], unreachable)).toBe(1);
+      expect(err.mock.calls.join('\n')).toMatch(
+        /^sessions end: postgres is unavailable: connect ECONNREFUSED/,
+      );
+    } finally {
+      err.mockRestore();
+    }
+  });
+});
