@@ -1436,7 +1436,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Resource already exists or cannot be changed in its current state: the refresh token is already revoked, rotated away or expired */
+            /** @description Resource already exists or cannot be changed in its current state: the session of the refresh token has already ended or expired (a token rotated away ends its session if that is still open) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -61,7 +61,7 @@ export const ERRORS = {
   REFRESH_TOKEN_NOT_FOUND: { status: 404, detail: 'Unknown refresh token' },
   REFRESH_TOKEN_NOT_ACTIVE: {
     status: 409,
-    detail: 'The refresh token is already revoked, rotated or expired',
+    detail: 'The session of this refresh token has already ended or expired',
   },
   SESSION_NOT_FOUND: { status: 404, detail: 'Unknown session' },
   SESSION_ALREADY_ENDED: { status: 409, detail: 'The session has already ended' },

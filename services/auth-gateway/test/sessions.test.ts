@@ -58,15 +58,27 @@ describe('POST /api/v1/auth/revoke-token', () => {
     expect((await list(other.accessToken)).statusCode).toBe(200);
   });
 
-  it('answers 409 for a token already revoked or rotated away', async () => {
-    const session = await signIn(gateway.app, 'ben@example.com');
+  it('ends the session of a token rotated away: a client whose refresh answer was lost signs out with what it holds', async () => {
+    const session = await signIn(gateway.app, 'bea@example.com');
+    const keeper = await signIn(gateway.app, 'bea@example.com');
     const rotated = session.refreshToken;
-    const next = body(await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: rotated })).data;
-    expect(
-      (await post(gateway.app, REVOKE, { refreshToken: rotated }, bearer(next.accessToken))).statusCode,
-    ).toBe(409);
+    // The rotation's answer never reached the client: the successor lives on the server only.
+    const lost = body(await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: rotated })).data;
 
+    const revoked = await post(gateway.app, REVOKE, { refreshToken: rotated }, bearer(keeper.accessToken));
+
+    expect(revoked.statusCode).toBe(200);
+    expect(body(revoked).data._id).toBe(sidOf(session.accessToken));
+    expect(
+      (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: lost.refreshToken })).statusCode,
+    ).toBe(401);
+    expect((await list(lost.accessToken)).statusCode).toBe(401);
+    expect((await list(keeper.accessToken)).statusCode).toBe(200);
+  });
+
+  it('answers 409 for a token whose session has ended', async () => {
     const keeper = await signIn(gateway.app, 'ben@example.com');
+    const next = await signIn(gateway.app, 'ben@example.com');
     expect(
       (await post(gateway.app, REVOKE, { refreshToken: next.refreshToken }, bearer(keeper.accessToken)))
         .statusCode,

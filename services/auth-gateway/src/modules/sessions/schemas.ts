@@ -65,7 +65,10 @@ export const revokeTokenSchema = {
       401,
       [403, 'the refresh token belongs to another user'],
       [404, 'unknown refresh token'],
-      [409, 'the refresh token is already revoked, rotated away or expired'],
+      [
+        409,
+        'the session of the refresh token has already ended or expired (a token rotated away ends its session if that is still open)',
+      ],
       503,
     ),
   },

@@ -300,9 +300,8 @@ const revokeByToken = prepareEnding((db, $: EndOne & { tokenHash: Buffer }, even
           't.sessionId',
           's.userId',
           's.endedAt',
-          eb
-            .and([eb('s.endedAt', 'is', null), eb('t.rotatedAt', 'is', null), eb('t.expiresAt', '>', $.now)])
-            .as('open'),
+          // Rotated or not: a client whose refresh answer was lost signs out with the token it holds.
+          eb.and([eb('s.endedAt', 'is', null), eb('s.expiresAt', '>', $.now)]).as('open'),
         ])
         .where('t.tokenHash', '=', $.tokenHash),
     ),
@@ -312,8 +311,8 @@ const revokeByToken = prepareEnding((db, $: EndOne & { tokenHash: Buffer }, even
 );
 
 /**
- * Ends the session of a refresh token that is neither rotated nor expired, when the session is
- * open and `userId`'s, and records its `session_revoked` event: one statement, one commit. Answers
+ * Ends the session of a refresh token, current or rotated away, when the session is open and
+ * `userId`'s, and records its `session_revoked` event: one statement, one commit. Answers
  * the token's session (nothing for an unknown token) and whether this statement ended it.
  */
 export function revokeSessionByToken(
