@@ -415,6 +415,7 @@ const ERASED = {
   consentFormVersion: null,
   lastUsernameChangeDate: null,
   lastLogin: null,
+  isRegistrationComplete: false,
 };
 
 describe('finalization', () => {
