@@ -129,6 +129,18 @@ describe('send limits (defaults)', () => {
     expect((await send(gateway.app, 'cooldown@example.com')).statusCode).toBe(200);
   });
 
+  it('lifts the cooldown once a code signs in: a client whose answer was lost asks again at once', async () => {
+    const { code } = body(await send(gateway.app, 'lost-answer@example.com')).data;
+    expect((await verify(gateway.app, 'lost-answer@example.com', code)).statusCode).toBe(200);
+    // The answer never arrived; the client sends the same code again, then asks for another.
+    const again = await verify(gateway.app, 'lost-answer@example.com', code);
+    expect(again.statusCode).toBe(404);
+    expect(body(again).errors[1]).toBe('This code has already signed in; request a new one (no wait)');
+    const next = await send(gateway.app, 'lost-answer@example.com');
+    expect(next.statusCode).toBe(200);
+    expect((await verify(gateway.app, 'lost-answer@example.com', body(next).data.code)).statusCode).toBe(200);
+  });
+
   it('allows 5 codes per email per rolling hour', async () => {
     const start = await redisNow(gateway);
     for (let i = 0; i < 5; i++) {

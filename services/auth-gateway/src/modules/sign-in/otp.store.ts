@@ -20,6 +20,8 @@ export type VerifyOutcome =
   | { result: 'wrong'; attemptsLeft: number; lockedOut: LockOut[]; emailRetryAfter?: number }
   | { result: 'locked' }
   | { result: 'missing' }
+  /** The code was accepted before (until it would have expired). */
+  | { result: 'used' }
   | { result: 'limited'; refusal: Refusal<'email' | 'ip'> };
 
 export type LockOut = 'code' | 'email' | 'ip';
@@ -42,28 +44,39 @@ declare module 'ioredis' {
 // (single use under any concurrency), a wrong one counts an attempt on the code and a failure in the
 // email's window, a code with maxAttempts failures is locked until replaced, and a full window
 // refuses every verification before the code is even looked at. The comparison walks the whole hash
-// whatever matches, so its time tells nothing.
+// whatever matches, so its time tells nothing. An accepted code leaves its hash under `used` until it
+// would have expired, and lifts the email's resend cooldown: a client whose answer was lost, sending
+// the same code again, learns that it signed in, and may ask for another code at once.
 const VERIFY_OTP = `${SLIDING_WINDOW_LUA}
-local code_key, failures_key, refused_key = KEYS[1], KEYS[2], KEYS[3]
+local code_key, failures_key, refused_key, used_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local given, max, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local window, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
+
+local function same(stored)
+  local diff = (#stored == #given) and 0 or 1
+  for i = 1, math.min(#stored, #given) do
+    diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
+  end
+  return diff == 0
+end
 
 local wait = wait_ms(failures_key, now, window, limit)
 if wait > 0 then return {'limited', wait, first_refusal(refused_key, wait)} end
 
 local stored = redis.call('HGET', code_key, 'hash')
-if not stored then return {'missing', 0, 0} end
+if not stored then
+  local used = redis.call('GET', used_key)
+  return {(used and same(used)) and 'used' or 'missing', 0, 0}
+end
 local attempts = tonumber(redis.call('HGET', code_key, 'attempts'))
 if attempts >= max then return {'locked', 0, 0} end
-local diff = (#stored == #given) and 0 or 1
-for i = 1, math.min(#stored, #given) do
-  diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
-end
-if diff == 0 then
-  local expires_at = now + redis.call('PTTL', code_key)
+if same(stored) then
+  local ttl = redis.call('PTTL', code_key)
   redis.call('DEL', code_key)
-  return {'ok', attempts, expires_at}
+  if ttl > 0 then redis.call('SET', used_key, stored, 'PX', ttl) end
+  redis.call('DEL', cooldown_key)
+  return {'ok', attempts, now + ttl}
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
 record(failures_key, now, window, member)
@@ -120,7 +133,7 @@ const DAY = 24 * HOUR;
  */
 export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
-  redis.defineCommand('verifyOtp', { numberOfKeys: 3, lua: VERIFY_OTP });
+  redis.defineCommand('verifyOtp', { numberOfKeys: 5, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
   redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
   const windows = createSlidingWindows(redis);
@@ -235,6 +248,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         emailKey('otp', email),
         failures,
         refusedKey(failures),
+        emailKey('used', email),
+        emailKey('sent-recently', email),
         hashOf(email, code),
         maxAttempts,
         taken.event,
@@ -263,6 +278,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
           return { result, accepted: { attempts: n, expiresAt: m } };
         case 'locked':
         case 'missing':
+        case 'used':
           return { result };
         default:
           throw new Error(`unexpected verifyOtp result ${result}`);

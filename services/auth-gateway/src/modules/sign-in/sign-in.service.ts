@@ -107,6 +107,8 @@ export function createSignInService(options: SignInServiceOptions) {
           return refuse('verify', outcome.refusal, email, client);
         case 'missing':
           throw new GatewayError('OTP_NOT_FOUND');
+        case 'used':
+          throw new GatewayError('OTP_USED');
         case 'locked':
           throw new GatewayError('OTP_LOCKED');
         case 'wrong':
