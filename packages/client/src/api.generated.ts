@@ -581,6 +581,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -590,6 +592,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -599,6 +603,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -608,6 +614,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -617,6 +625,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -626,6 +636,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -635,6 +647,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -697,6 +711,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -706,6 +722,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -715,6 +733,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -724,6 +744,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -733,6 +755,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -742,6 +766,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -751,6 +777,8 @@ export interface operations {
             /** @description Service unavailable: Postgres or Redis does not answer, or Postgres lacks a migration of this gateway (the details say which, e.g. "redis is down", "postgres schema is behind: run pnpm db:migrate"), or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -806,6 +834,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -815,6 +845,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -824,6 +856,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -833,6 +867,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -842,6 +878,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -853,6 +891,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -862,6 +902,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -871,6 +913,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -932,6 +976,8 @@ export interface operations {
             /** @description Validation failed: the body breaks a rule, such as an address that is malformed or that no mail could reach; the details say which */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -941,6 +987,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -950,6 +998,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -959,6 +1009,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -968,6 +1020,8 @@ export interface operations {
             /** @description Too many requests: a code was sent to this email moments ago, too many codes for its inbox (its +tag variants, and at Gmail its dotted spellings, count as one) or from the address, or too many wrong codes for the email */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -979,6 +1033,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -988,6 +1044,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -997,6 +1055,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1111,6 +1171,8 @@ export interface operations {
             /** @description Validation failed: the body breaks a rule, or the code is wrong (detail "Invalid code") */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1120,6 +1182,8 @@ export interface operations {
             /** @description Resource not found: no active code for this email: never sent, expired or already used */
             404: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1129,6 +1193,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1138,6 +1204,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the code is locked after too many wrong attempts; request a new one */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,6 +1215,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1156,6 +1226,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1165,6 +1237,8 @@ export interface operations {
             /** @description Too many requests: too many wrong codes for this email or from this address */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1176,6 +1250,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1185,6 +1261,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1194,6 +1272,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1256,6 +1336,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1265,6 +1347,8 @@ export interface operations {
             /** @description Authentication required: the refresh token is unknown, expired or revoked, or was already used */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1276,6 +1360,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1285,6 +1371,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1294,6 +1382,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1303,6 +1393,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1314,6 +1406,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1323,6 +1417,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1332,6 +1428,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1392,6 +1490,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1401,6 +1501,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1412,6 +1514,8 @@ export interface operations {
             /** @description Insufficient permissions: the refresh token belongs to another user */
             403: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1421,6 +1525,8 @@ export interface operations {
             /** @description Resource not found: unknown refresh token */
             404: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1430,6 +1536,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1439,6 +1547,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the session of the refresh token has already ended or expired (a token rotated away ends its session if that is still open) */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1448,6 +1558,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1457,6 +1569,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1466,6 +1580,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1477,6 +1593,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1486,6 +1604,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1495,6 +1615,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1545,6 +1667,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1554,6 +1678,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1565,6 +1691,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1574,6 +1702,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1583,6 +1713,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1592,6 +1724,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1603,6 +1737,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1612,6 +1748,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1621,6 +1759,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1701,6 +1841,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1710,6 +1852,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1721,6 +1865,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1730,6 +1876,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1739,6 +1887,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1748,6 +1898,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1759,6 +1911,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1768,6 +1922,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1777,6 +1933,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1831,6 +1989,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1840,6 +2000,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -1851,6 +2013,8 @@ export interface operations {
             /** @description Resource not found: unknown session, or another user's */
             404: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1860,6 +2024,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1869,6 +2035,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the session has already ended */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1878,6 +2046,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1887,6 +2057,8 @@ export interface operations {
             /** @description URI too long: the id is longer than 100 characters */
             414: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1896,6 +2068,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1905,6 +2079,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1916,6 +2092,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1925,6 +2103,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1934,6 +2114,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2031,6 +2213,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2040,6 +2224,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2051,6 +2237,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2060,6 +2248,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2069,6 +2259,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2078,6 +2270,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2089,6 +2283,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2098,6 +2294,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2107,6 +2305,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2238,6 +2438,8 @@ export interface operations {
             /** @description Validation failed: every failing field is one detail naming it (read-only and unknown fields too) */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,6 +2449,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2258,6 +2462,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2267,6 +2473,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the username is taken, or was changed too recently (the detail says when it is possible) */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2276,6 +2484,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2285,6 +2495,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2294,6 +2506,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2305,6 +2519,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2314,6 +2530,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2323,6 +2541,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2382,6 +2602,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2391,6 +2613,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2402,6 +2626,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2411,6 +2637,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2420,6 +2648,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2429,6 +2659,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2440,6 +2672,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2449,6 +2683,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2458,6 +2694,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2528,6 +2766,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2537,6 +2777,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2548,6 +2790,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2557,6 +2801,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2566,6 +2812,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2575,6 +2823,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2586,6 +2836,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2595,6 +2847,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2604,6 +2858,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2701,6 +2957,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2710,6 +2968,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2721,6 +2981,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2730,6 +2992,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: a deletion is already scheduled */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2739,6 +3003,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2748,6 +3014,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2757,6 +3025,8 @@ export interface operations {
             /** @description Too many requests: the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago, or a rate limit is reached */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2768,6 +3038,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2777,6 +3049,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2786,6 +3060,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2883,6 +3159,8 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2892,6 +3170,8 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2903,6 +3183,8 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2912,6 +3194,8 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: no deletion is scheduled, or it is already due */
             409: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2921,6 +3205,8 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2930,6 +3216,8 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2939,6 +3227,8 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2950,6 +3240,8 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2959,6 +3251,8 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2968,6 +3262,8 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
+                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
                     [name: string]: unknown;

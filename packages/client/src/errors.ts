@@ -1,6 +1,7 @@
 export interface TesseraErrorInit {
   status: number;
   messages: string[];
+  code?: string | undefined;
   retryAfter?: number | undefined;
   isNetworkError?: boolean;
   cause?: unknown;
@@ -8,22 +9,26 @@ export interface TesseraErrorInit {
 
 /**
  * Every failure of the client. `status` is the HTTP status (0 when no response arrived), `messages`
- * the envelope's `errors` (the canonical message first, then details), `retryAfter` the seconds of
- * `Retry-After` when the server sent one, and `isNetworkError` is true when the request never got an
- * envelope back: fetch rejected, or the body was not an envelope (a proxy's error page, say).
+ * the envelope's `errors` (the canonical message first, then details), `code` the gateway's stable
+ * code of the error (`Tessera-Error-Code`: `OTP_USED`, `SESSION_ENDED`, …; undefined when the gateway
+ * did not answer), `retryAfter` the seconds of `Retry-After` when the server sent one, and
+ * `isNetworkError` is true when the request never got an envelope back: fetch rejected, or the body
+ * was not an envelope (a proxy's error page, say). Branch on `code`, not on the words of `messages`.
  */
 export class TesseraError extends Error {
   override readonly name = 'TesseraError';
   readonly status: number;
   readonly messages: string[];
+  readonly code: string | undefined;
   readonly retryAfter: number | undefined;
   readonly isNetworkError: boolean;
 
-  constructor({ status, messages, retryAfter, isNetworkError = false, cause }: TesseraErrorInit) {
+  constructor({ status, messages, code, retryAfter, isNetworkError = false, cause }: TesseraErrorInit) {
     const [first = 'Request failed', ...details] = messages;
     super(details.length > 0 ? `${first}: ${details.join('; ')}` : first, { cause });
     this.status = status;
     this.messages = messages;
+    this.code = code;
     this.retryAfter = retryAfter;
     this.isNetworkError = isNetworkError;
   }

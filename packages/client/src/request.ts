@@ -209,6 +209,11 @@ export async function send<Data>(
       isNetworkError: true,
     });
   if (response.status < 200 || response.status >= 300 || !envelope.isSuccess)
-    throw new TesseraError({ status: response.status, messages: envelope.errors, retryAfter });
+    throw new TesseraError({
+      status: response.status,
+      messages: envelope.errors,
+      code: response.headers.get('tessera-error-code') ?? undefined,
+      retryAfter,
+    });
   return envelope.data as Data;
 }

@@ -447,8 +447,22 @@ describe('@tessera/client against the gateway', () => {
     expect(invalid.status).toBe(400);
     expect(invalid.messages[0]).toBe('Validation failed');
     expect(invalid.messages.length).toBeGreaterThan(1);
+    expect(invalid.code).toBe('VALIDATION_FAILED');
     expect(invalid.isNetworkError).toBe(false);
     expect(invalid.retryAfter).toBeUndefined();
+
+    // Two 404s of verify, told apart by their code: no code at all, and one that already signed in.
+    const email = newEmail();
+    expect(await failure(tessera.auth.verifyCode(email, '1234'))).toMatchObject({
+      status: 404,
+      code: 'OTP_NOT_FOUND',
+    });
+    const { code } = await tessera.auth.sendCode(email);
+    await tessera.auth.verifyCode(email, code ?? '');
+    expect(await failure(tessera.auth.verifyCode(email, code ?? ''))).toMatchObject({
+      status: 404,
+      code: 'OTP_USED',
+    });
   });
 
   it('fails with 401 without asking the server when it holds no tokens', async () => {
@@ -481,6 +495,7 @@ describe('@tessera/client when the gateway limits the caller', () => {
     expect(limited.messages[0]).toBe('Too many requests');
     expect(limited.retryAfter).toBeGreaterThan(0);
     expect(limited.retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.code).toBe('SEND_COOLDOWN');
     expect(limited.isNetworkError).toBe(false);
   });
 });
@@ -497,7 +512,12 @@ describe('@tessera/client without an answer from the gateway', () => {
 
     const unreachable = await failure(tessera.auth.sendCode(newEmail()));
 
-    expect(unreachable).toMatchObject({ status: 0, isNetworkError: true, retryAfter: undefined });
+    expect(unreachable).toMatchObject({
+      status: 0,
+      isNetworkError: true,
+      code: undefined,
+      retryAfter: undefined,
+    });
     expect(unreachable.messages).toEqual(['The server could not be reached']);
     expect(unreachable.cause).toBeInstanceOf(Error);
   });

@@ -41,19 +41,24 @@ export const ErrorEnvelope = named(
 );
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
 
-/** The header that tells a client when to try again, on every 429 and 503 (`headers` is @fastify/swagger's). */
-const RETRY_AFTER = {
-  headers: {
-    'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again' },
+/** On every error answer: its stable code, for clients to branch on (`headers` is @fastify/swagger's). */
+const ERROR_CODE = {
+  'Tessera-Error-Code': {
+    type: 'string',
+    pattern: '^[A-Z][A-Z0-9_]*$',
+    description:
+      "The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors`",
   },
 };
+/** The header that tells a client when to try again, on every 429 and 503. */
+const RETRY_AFTER = {
+  'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again' },
+};
 const WWW_AUTHENTICATE = {
-  headers: {
-    'WWW-Authenticate': {
-      type: 'string',
-      description:
-        'The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused',
-    },
+  'WWW-Authenticate': {
+    type: 'string',
+    description:
+      'The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused',
   },
 };
 
@@ -94,8 +99,11 @@ export const errorResponses = (...statuses: ErrorResponse[]): Record<number, typ
         {
           ...ErrorEnvelope,
           description: meaning ? `${STATUS_MESSAGES[status]}: ${meaning}` : ERROR_DESCRIPTIONS[status],
-          ...((status === 429 || status === 503) && RETRY_AFTER),
-          ...(status === 401 && WWW_AUTHENTICATE),
+          headers: {
+            ...ERROR_CODE,
+            ...((status === 429 || status === 503) && RETRY_AFTER),
+            ...(status === 401 && WWW_AUTHENTICATE),
+          },
         },
       ];
     }),

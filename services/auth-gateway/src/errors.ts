@@ -2,24 +2,37 @@ import { AppError, type ErrorStatus } from '@tessera/contracts';
 
 /**
  * Every error the gateway answers, by its stable code: the HTTP status (whose canonical message is
- * errors[0] of the envelope) and the detail a client reads after it. The code is what logs and the
- * `tessera_errors_total` metric name.
+ * errors[0] of the envelope) and the detail a client reads after it. The code is what the
+ * `Tessera-Error-Code` header of the answer, logs and the `tessera_errors_total` metric name; a
+ * client branches on it, never on the words. Codes are kept once published (the README lists them).
  */
 export const ERRORS = {
   // The request itself
-  VALIDATION_FAILED: { status: 400, detail: '' },
-  BAD_REQUEST: { status: 400, detail: '' },
+  VALIDATION_FAILED: {
+    status: 400,
+    detail: '',
+    when: 'a parameter or the body breaks its schema; each detail names one',
+  },
+  BAD_REQUEST: {
+    status: 400,
+    detail: '',
+    when: 'the request cannot be read (a malformed URL or header, another 4xx of Fastify or Node: its status says which)',
+  },
   INVALID_JSON: { status: 400, detail: 'Body is not valid JSON' },
   CONTENT_LENGTH_MISMATCH: { status: 400, detail: 'Content-Length does not match the body' },
   HOST_MISSING: { status: 400, detail: 'An HTTP/1.1 request needs a Host header' },
-  ROUTE_NOT_FOUND: { status: 404, detail: '' },
-  METHOD_NOT_ALLOWED: { status: 405, detail: '' },
+  ROUTE_NOT_FOUND: { status: 404, detail: '', when: 'no route has this path' },
+  METHOD_NOT_ALLOWED: { status: 405, detail: '', when: 'the path answers other methods (`Allow`)' },
   BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
   UNSUPPORTED_CHARSET: { status: 415, detail: 'JSON must be sent in UTF-8' },
   // Answered from the socket, before any request exists (error-handler's clientErrorHandler).
-  REQUEST_TIMEOUT: { status: 408, detail: '' },
-  HEADERS_TOO_LARGE: { status: 431, detail: '' },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    detail: '',
+    when: 'the request did not arrive whole within `REQUEST_TIMEOUT`',
+  },
+  HEADERS_TOO_LARGE: { status: 431, detail: '', when: 'the headers are larger than Node reads' },
   RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },
 
   // Who is calling
@@ -43,9 +56,13 @@ export const ERRORS = {
   VERIFY_LIMIT_IP: { status: 429, detail: 'Too many wrong codes from this address' },
 
   // The profile
-  PROFILE_INVALID: { status: 400, detail: '' },
+  PROFILE_INVALID: { status: 400, detail: '', when: 'a profile field breaks a rule; each detail names one' },
   USERNAME_TAKEN: { status: 409, detail: 'username is taken' },
-  USERNAME_COOLDOWN: { status: 409, detail: '' },
+  USERNAME_COOLDOWN: {
+    status: 409,
+    detail: '',
+    when: 'the username was changed too recently; the detail says from when',
+  },
 
   // Account deletion
   DELETION_ALREADY_SCHEDULED: { status: 409, detail: 'The deletion of this account is already scheduled' },
@@ -70,15 +87,27 @@ export const ERRORS = {
 
   // The service
   // A 503 tells when to try again (Retry-After): a dependency or an instance is usually back by then.
-  INTERNAL: { status: 500, detail: '' },
-  DEPENDENCY_UNAVAILABLE: { status: 503, detail: '', retryAfter: 5 },
-  NOT_READY: { status: 503, detail: '', retryAfter: 5 },
+  INTERNAL: { status: 500, detail: '', when: 'an unexpected failure (its details are in the log)' },
+  DEPENDENCY_UNAVAILABLE: {
+    status: 503,
+    detail: '',
+    retryAfter: 5,
+    when: 'Postgres or Redis does not answer',
+  },
+  NOT_READY: {
+    status: 503,
+    detail: '',
+    retryAfter: 5,
+    when: "the database's schema is behind the gateway's",
+  },
   SHUTTING_DOWN: { status: 503, detail: 'This instance is shutting down; try again', retryAfter: 5 },
 } as const satisfies Record<string, CatalogEntry>;
 
 interface CatalogEntry {
   status: ErrorStatus;
   detail: string;
+  /** When the error happens, for an entry with no detail of its own (the README's table). */
+  when?: string;
   /** Seconds sent as Retry-After unless the error gives its own. */
   retryAfter?: number;
 }

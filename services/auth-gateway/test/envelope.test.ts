@@ -26,6 +26,7 @@ describe('every response is the envelope', () => {
     const response = await gateway.app.inject({ method: 'GET', url: '/api/v1/nope?token=abc' });
     expect(response.statusCode).toBe(404);
     expectErrorEnvelope(body(response), 404, 'Resource not found');
+    expect(response.headers['tessera-error-code']).toBe('ROUTE_NOT_FOUND');
     expect(response.body).not.toContain('token=abc');
   });
 
@@ -33,6 +34,7 @@ describe('every response is the envelope', () => {
     const wrong = await gateway.app.inject({ method: 'GET', url: '/api/v1/auth/send-otp-email' });
     expect(wrong.statusCode).toBe(405);
     expect(wrong.headers.allow).toBe('POST');
+    expect(wrong.headers['tessera-error-code']).toBe('METHOD_NOT_ALLOWED');
     expectErrorEnvelope(body(wrong), 405, 'Method not allowed');
     expect(body(wrong).errors[1]).toBe('/api/v1/auth/send-otp-email answers POST, not GET');
 
@@ -48,6 +50,7 @@ describe('every response is the envelope', () => {
     const missing = await gateway.app.inject({ url: '/api/v1/auth/sessions' });
     expect(missing.statusCode).toBe(401);
     expect(missing.headers['www-authenticate']).toBe('Bearer');
+    expect(missing.headers['tessera-error-code']).toBe('BEARER_MISSING');
     // A token that does not verify, or that is no signed JWT at all (unsigned `alg: none` has no
     // third part): the client holds a token it should drop, not none.
     for (const token of ['a.b.c', 'eyJhbGciOiJub25lIn0.e30.', 'not-a-token'])
@@ -59,6 +62,7 @@ describe('every response is the envelope', () => {
         expect(refused.statusCode).toBe(401);
         expect(refused.headers['www-authenticate'], token).toBe('Bearer error="invalid_token"');
         expect(body(refused).errors[1]).toBe('Access token is invalid or expired');
+        expect(refused.headers['tessera-error-code']).toBe('ACCESS_TOKEN_INVALID');
       }
     // Another scheme, or none: no token was sent.
     for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer '])
@@ -163,6 +167,7 @@ describe('every response is the envelope', () => {
     const response = await gateway.app.inject({ method: 'GET', url: '/test/explode' });
     expect(response.statusCode).toBe(500);
     expectErrorEnvelope(body(response), 500, 'Internal server error');
+    expect(response.headers['tessera-error-code']).toBe('INTERNAL');
     expect(response.body).not.toContain('hunter2');
     expect(response.body).not.toContain('explode');
   });
@@ -209,6 +214,7 @@ describe('every response is the envelope', () => {
     });
     expect(response.statusCode).toBe(414);
     expectErrorEnvelope(body(response), 414, 'URI too long');
+    expect(response.headers['tessera-error-code']).toBe('BAD_REQUEST');
   });
 
   it('envelopes a request too broken to parse, straight from the socket', async () => {
@@ -221,6 +227,7 @@ describe('every response is the envelope', () => {
     const [head = '', payload = ''] = Buffer.concat(chunks).toString().split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expect(head).toContain('application/json');
+    expect(head).toContain('tessera-error-code: BAD_REQUEST');
     expectErrorEnvelope(JSON.parse(payload), 400, 'Validation failed');
   });
 

@@ -153,7 +153,7 @@ describe('CORS', () => {
       'access-control-allow-origin': APP,
       'access-control-allow-methods': 'GET, POST, DELETE, PATCH',
       'access-control-allow-headers': 'Authorization, Content-Type, X-Request-Id',
-      'access-control-expose-headers': 'Retry-After, X-Request-Id',
+      'access-control-expose-headers': 'Retry-After, X-Request-Id, Tessera-Error-Code',
       'access-control-max-age': '600',
       vary: 'Origin',
     });
@@ -169,7 +169,9 @@ describe('CORS', () => {
     const live = await withCors.app.inject({ method: 'GET', url: '/health/live', headers: { origin: APP } });
     expect(live.statusCode).toBe(200);
     expect(live.headers['access-control-allow-origin']).toBe(APP);
-    expect(live.headers['access-control-expose-headers']).toBe('Retry-After, X-Request-Id');
+    expect(live.headers['access-control-expose-headers']).toBe(
+      'Retry-After, X-Request-Id, Tessera-Error-Code',
+    );
     expect(live.headers.vary).toBe('Origin');
 
     const unauthenticated = await withCors.app.inject({

@@ -64,8 +64,12 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
   return new GatewayError('INTERNAL');
 }
 
+/** The header naming an answer's error by its stable code (errors.ts), for clients to branch on. */
+export const ERROR_CODE_HEADER = 'tessera-error-code';
+
 function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
   errorsAnswered.add(1, { code: error.code });
+  reply.header(ERROR_CODE_HEADER, error.code);
   if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, error.retryAfter)));
   // A 401 says how to authenticate (RFC 9110), in the bearer scheme's words (RFC 6750).
   if (error.statusCode === 401)
@@ -140,7 +144,7 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   const body = JSON.stringify(failure(status, [statusMessage(status)], new Date()));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${ERROR_CODE_HEADER}: ${code}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 

@@ -83,7 +83,7 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
       origin: corsOrigins.length > 0 ? [...corsOrigins] : false,
       methods: CORS_METHODS,
       allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-      exposedHeaders: ['Retry-After', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id', 'Tessera-Error-Code'],
       // Bearer tokens only, never cookies.
       credentials: false,
       maxAge: 600,
