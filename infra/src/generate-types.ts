@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PostgresDialect as CodegenPostgresDialect, generate, RawExpressionNode } from 'kysely-codegen';
 import pg from 'pg';
-import { DEFAULT_DATABASE_URL, migrateToLatest } from './migrate.ts';
+import { DEFAULT_DATABASE_URL, migrateToLatest, postgresFailure } from './migrate.ts';
 
 /** The gateway's database types, written by `pnpm db:types` and checked by its test. */
 export const DATABASE_TYPES_FILE = fileURLToPath(
@@ -95,17 +95,13 @@ export async function withMigratedScratchDatabase<T>(
 
 // `pnpm db:types`: migrates a scratch database on DATABASE_URL's server and writes the types from it.
 if (import.meta.main) {
+  const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   try {
-    const types = await withMigratedScratchDatabase(
-      process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
-      generateDatabaseTypes,
-    );
+    const types = await withMigratedScratchDatabase(databaseUrl, generateDatabaseTypes);
     await writeFile(DATABASE_TYPES_FILE, types);
     console.log('Wrote %s', DATABASE_TYPES_FILE);
   } catch (error) {
-    console.error(
-      `Generating database types failed: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    console.error(`Generating database types failed: ${postgresFailure(error, databaseUrl)}`);
     process.exitCode = 1;
   }
 }

@@ -96,6 +96,20 @@ const isAlreadyCreated = (error: unknown) =>
   (error.code === '42P04' || (error.code === '23505' && error.constraint === 'pg_database_datname_index'));
 
 /**
+ * Why a command could not use Postgres, and what to do: the error's message, then, when Postgres was
+ * not reached or refused the login, where it was looked for (the URL without its password).
+ */
+export function postgresFailure(error: unknown, databaseUrl: string): string {
+  const message = error instanceof Error ? error.message || String(error) : String(error);
+  const code = (error as { code?: unknown })?.code;
+  const unreachable = ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'];
+  if (!unreachable.includes(String(code))) return message;
+  const url = new URL(databaseUrl);
+  url.password = url.password && '***';
+  return `${message} (is Postgres running at ${url.host}, and may this user sign in? DATABASE_URL is ${url})`;
+}
+
+/**
  * Creates the database named in `databaseUrl` when it does not exist yet (development convenience);
  * true when this call created it. Safe to run several at once: one creates it, the others find it.
  */
@@ -129,7 +143,7 @@ if (import.meta.main) {
     const applied = await migrateToLatest(databaseUrl);
     console.log(applied.length ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date');
   } catch (error) {
-    console.error(`Migration failed: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`Migration failed: ${postgresFailure(error, databaseUrl)}`);
     process.exitCode = 1;
   }
 }

@@ -18,7 +18,10 @@ export async function clientTypesSource(document: OpenAPI3): Promise<string> {
 // `pnpm client:types` pipes the gateway's document in: `… openapi | node scripts/generate-types.ts`.
 if (import.meta.main) {
   try {
-    const document = JSON.parse(await text(process.stdin)) as OpenAPI3;
+    const input = await text(process.stdin);
+    // The command before the pipe failed, and said why above.
+    if (input.trim() === '') throw new Error('no OpenAPI document came in (see the error above)');
+    const document = JSON.parse(input) as OpenAPI3;
     await writeFile(CLIENT_TYPES_FILE, await clientTypesSource(document));
     console.log('Wrote %s', CLIENT_TYPES_FILE);
   } catch (error) {

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { postgresFailure } from './migrate.ts';
+
+describe('postgresFailure', () => {
+  it('says where Postgres was looked for when it could not be reached, without the password', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5999'), { code: 'ECONNREFUSED' });
+    expect(postgresFailure(refused, 'postgres://me:hunter2@127.0.0.1:5999/tessera')).toBe(
+      'connect ECONNREFUSED 127.0.0.1:5999 (is Postgres running at 127.0.0.1:5999, and may this user sign in? DATABASE_URL is postgres://me:***@127.0.0.1:5999/tessera)',
+    );
+  });
+
+  it('gives any other failure as it is', () => {
+    const failed = Object.assign(new Error('relation "users" already exists'), { code: '42P07' });
+    expect(postgresFailure(failed, 'postgres://me:hunter2@db/tessera')).toBe(
+      'relation "users" already exists',
+    );
+  });
+});
