@@ -1,6 +1,8 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
+import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // Metrics are process-wide: this file runs one gateway, and reads counters as differences.
 const clock = manualClock();
@@ -62,12 +64,42 @@ describe('GET /metrics', () => {
     const delta = (series: string) => value(after, series) - value(before, series);
     expect(delta('tessera_codes_sent_total')).toBe(1);
     expect(delta('tessera_verifications_total{result="ok"}')).toBe(1);
-    expect(delta('tessera_verifications_total{result="expired"}')).toBe(1);
+    expect(delta('tessera_verifications_total{result="used"}')).toBe(1);
+    expect(delta('tessera_verifications_total{result="expired"}')).toBe(0);
     expect(delta('tessera_refreshes_total{result="ok"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="grace"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="reuse"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="invalid"}')).toBe(1);
     expect(delta('tessera_sessions_ended_total{reason="refresh_token_reuse"}')).toBe(1);
+  });
+
+  it('counts refused access tokens by why: a forger shows as signature, key or lifetime', async () => {
+    const { accessToken } = await signIn(gateway.app, 'refused@example.com');
+    const [header = '', payload = ''] = accessToken.split('.');
+    const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString());
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const signed = createSigner({ key: gateway.config.jwt.privateKey, algorithm: 'EdDSA', kid });
+    const stranger = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' });
+    const refusals = {
+      malformed: 'not-a-token',
+      key: createSigner({ key: stranger.toString(), algorithm: 'EdDSA', kid: 'unknown' })(claims),
+      signature: `${accessToken.slice(0, -4)}AAAA`,
+      lifetime: signed({ ...claims, exp: claims.iat + 10 * 365 * 86_400 }),
+      claims: signed({ ...claims, sub: 'user-42' }),
+    };
+    const before = await scrape();
+    for (const token of Object.values(refusals)) {
+      const answer = await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(token) });
+      expect(answer.statusCode).toBe(401);
+    }
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+    await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+    const after = await scrape();
+
+    for (const reason of [...Object.keys(refusals), 'expired']) {
+      const series = `tessera_access_tokens_refused_total{reason="${reason}"}`;
+      expect(value(after, series) - value(before, series), reason).toBe(1);
+    }
   });
 
   it('records request durations by route template and status, never by raw URL', async () => {

@@ -1,3 +1,4 @@
+import { meter } from '@tessera/telemetry';
 import { createSigner, createVerifier } from 'fast-jwt';
 import type { Clock } from '../../clock.ts';
 import { GatewayError } from '../../errors.ts';
@@ -25,6 +26,31 @@ export interface TokenServiceOptions {
 }
 
 export type TokenService = ReturnType<typeof createTokenService>;
+
+const accessTokensRefused = meter.createCounter('tessera.access_tokens.refused', {
+  description:
+    'Access tokens refused, by reason: expired, malformed, key (unknown kid or algorithm), signature, claims, lifetime (issued in the future or living longer than ACCESS_TOKEN_TTL)',
+});
+const REASONS = ['expired', 'malformed', 'key', 'signature', 'claims', 'lifetime'] as const;
+// Every series from the start, so that rate() and alerts see the first one too.
+for (const reason of REASONS) accessTokensRefused.add(0, { reason });
+
+/** fast-jwt's refusals by reason; any other (a claim's value, a missing claim) is `claims`. */
+const VERIFY_REFUSALS: Record<string, (typeof REASONS)[number]> = {
+  FAST_JWT_MALFORMED: 'malformed',
+  FAST_JWT_INVALID_TYPE: 'malformed',
+  FAST_JWT_INVALID_PAYLOAD: 'malformed',
+  FAST_JWT_MISSING_SIGNATURE: 'malformed',
+  FAST_JWT_KEY_FETCHING_ERROR: 'key',
+  FAST_JWT_INVALID_ALGORITHM: 'key',
+  FAST_JWT_INVALID_SIGNATURE: 'signature',
+};
+
+/** A refused access token, counted by why: a rise of `signature` or `key` is someone forging them. */
+function refused(reason: (typeof REASONS)[number]): GatewayError {
+  accessTokensRefused.add(1, { reason });
+  return new GatewayError('ACCESS_TOKEN_INVALID');
+}
 
 /**
  * Signs and verifies access tokens: asymmetric, `kid` in the header, issuer and audience pinned.
@@ -71,15 +97,18 @@ export function createTokenService({
   });
 
   /**
-   * Issued by now and living no longer than ACCESS_TOKEN_TTL, as this gateway signs them, with `exp`
-   * (and `nbf`, if present) holding at the clock's now, give or take the tolerance: a token forged
-   * with a leaked key cannot name a lifetime of its own that outlasts the key's rotation.
+   * Why the token's times fail, if they do: issued by now and living no longer than
+   * ACCESS_TOKEN_TTL, as this gateway signs them (else `lifetime`: a token forged with a leaked key
+   * cannot name a lifetime of its own that outlasts the key's rotation), with `exp` (and `nbf`, if
+   * present) holding at the clock's now, give or take the tolerance (else `expired`).
    */
-  function isCurrent({ iat, exp, nbf }: { iat?: unknown; exp?: unknown; nbf?: unknown }): boolean {
+  function timesRefused({ iat, exp, nbf }: { iat?: unknown; exp?: unknown; nbf?: unknown }) {
     const now = clock.now().getTime() / 1000;
-    if (typeof iat !== 'number' || typeof exp !== 'number') return false;
-    if (iat > now + clockTolerance || exp - iat > accessTokenTtl || now > exp + clockTolerance) return false;
-    return nbf === undefined || (typeof nbf === 'number' && now >= nbf - clockTolerance);
+    if (typeof iat !== 'number' || typeof exp !== 'number') return 'claims';
+    if (iat > now + clockTolerance || exp - iat > accessTokenTtl) return 'lifetime';
+    if (now > exp + clockTolerance) return 'expired';
+    if (nbf !== undefined && !(typeof nbf === 'number' && now >= nbf - clockTolerance)) return 'expired';
+    return undefined;
   }
 
   return {
@@ -91,19 +120,18 @@ export function createTokenService({
     },
 
     async verifyAccessToken(token: string): Promise<AccessClaims> {
-      try {
-        const payload = await verify(token);
-        if (!isCurrent(payload)) throw new Error('expired or not yet valid');
-        // Ids Postgres can be asked about: a token of another issuer's ids sharing the key is refused too.
-        if (!isUuid(payload.sid) || !isUuid(payload.sub)) throw new Error('claims');
-        return {
-          sub: payload.sub,
-          sid: payload.sid,
-          roles: Array.isArray(payload.roles) ? payload.roles : [],
-        };
-      } catch {
-        throw new GatewayError('ACCESS_TOKEN_INVALID');
-      }
+      const payload = await verify(token).catch((error: { code?: string }) => {
+        throw refused(VERIFY_REFUSALS[error.code ?? ''] ?? 'claims');
+      });
+      const times = timesRefused(payload);
+      if (times) throw refused(times);
+      // Ids Postgres can be asked about: a token of another issuer's ids sharing the key is refused too.
+      if (!isUuid(payload.sid) || !isUuid(payload.sub)) throw refused('claims');
+      return {
+        sub: payload.sub,
+        sid: payload.sid,
+        roles: Array.isArray(payload.roles) ? payload.roles : [],
+      };
     },
   };
 }
