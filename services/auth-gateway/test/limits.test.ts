@@ -364,6 +364,26 @@ describe('verify limits (defaults)', () => {
     expect(await lockouts()).toEqual({ code: 3, email: 1 });
   });
 
+  it('counts guesses at a code that already signed in as wrong ones: which code it was, and so the sign-in, stays hidden', async () => {
+    const email = 'signed-in@example.com';
+    const right = await freshCode(email);
+    expect((await verify(gateway.app, email, right)).statusCode).toBe(200);
+    // Every other code, from many addresses, is told "no code", until the email's budget is spent.
+    for (let i = 0; i < 20; i++) {
+      const guess = await verify(
+        gateway.app,
+        email,
+        String(i).padStart(4, '0') === right ? '9999' : String(i).padStart(4, '0'),
+        `10.1.0.${i}`,
+      );
+      expect(guess.statusCode).toBe(404);
+      expect(body(guess).errors[1]).toBe('No active code for this email; request a new one');
+    }
+    const limited = await verify(gateway.app, email, right, '10.1.1.1');
+    expect(limited.statusCode).toBe(429);
+    expect(limited.headers['tessera-error-code']).toBe('VERIFY_LIMIT_EMAIL');
+  });
+
   it('refuses verifications from an IP with 50 wrong codes in the last hour', async () => {
     const ip = '10.50.0.1';
     const start = await redisNow(gateway);

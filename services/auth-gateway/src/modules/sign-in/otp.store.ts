@@ -19,7 +19,8 @@ export type VerifyOutcome =
    */
   | { result: 'wrong'; attemptsLeft: number; lockedOut: LockOut[]; emailRetryAfter?: number }
   | { result: 'locked' }
-  | { result: 'missing' }
+  /** No live code; `lockedOut`: what a guess at a code that already signed in locked, counted as wrong. */
+  | { result: 'missing'; lockedOut?: LockOut[] }
   /** The code was accepted before (until it would have expired). */
   | { result: 'used' }
   | { result: 'limited'; refusal: Refusal<'email' | 'ip'> };
@@ -36,7 +37,13 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
-    reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
+    reinstateOtp(
+      key: string,
+      usedKey: string,
+      hash: string,
+      attempts: number,
+      expiresAt: number,
+    ): Result<unknown, Context>;
   }
 }
 
@@ -46,7 +53,8 @@ declare module 'ioredis' {
 // refuses every verification before the code is even looked at. The comparison walks the whole hash
 // whatever matches, so its time tells nothing. An accepted code leaves its hash under `used` until it
 // would have expired, and lifts the email's resend cooldown: a client whose answer was lost, sending
-// the same code again, learns that it signed in, and may ask for another code at once.
+// the same code again, learns that it signed in, and may ask for another code at once; another code
+// then counts as a wrong guess.
 const VERIFY_OTP = `${SLIDING_WINDOW_LUA}
 local code_key, failures_key, refused_key, used_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local given, max, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -67,7 +75,12 @@ if wait > 0 then return {'limited', wait, first_refusal(refused_key, wait)} end
 local stored = redis.call('HGET', code_key, 'hash')
 if not stored then
   local used = redis.call('GET', used_key)
-  return {(used and same(used)) and 'used' or 'missing', 0, 0}
+  if not used then return {'missing', 0, 0} end
+  if same(used) then return {'used', 0, 0} end
+  -- A guess at a code that signed in: counted as a wrong one, though answered as no code at all, so
+  -- that guessing cannot find which code signed in (and so that the address did) unbounded.
+  record(failures_key, now, window, member)
+  return {'spent', 0, wait_ms(failures_key, now, window, limit)}
 end
 local attempts = tonumber(redis.call('HGET', code_key, 'attempts'))
 if attempts >= max then return {'locked', 0, 0} end
@@ -92,11 +105,12 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 `;
 
 // An accepted code put back as it was: its wrong guesses still counted and its end unchanged (gone
-// at once if that has passed), unless a newer code has replaced it meanwhile.
+// at once if that has passed), unless a newer code has replaced it meanwhile; no longer `used`.
 const REINSTATE_OTP = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return end
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+redis.call('DEL', KEYS[2])
 `;
 
 export interface OtpLimits {
@@ -135,7 +149,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
   redis.defineCommand('verifyOtp', { numberOfKeys: 5, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
-  redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
+  redis.defineCommand('reinstateOtp', { numberOfKeys: 2, lua: REINSTATE_OTP });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -228,7 +242,13 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * wrong guesses and the end it had: a retry does not lengthen its life or reset its attempts.
      */
     async reinstate(email: string, code: string, { attempts, expiresAt }: AcceptedCode) {
-      await redis.reinstateOtp(emailKey('otp', email), hashOf(email, code), attempts, expiresAt);
+      await redis.reinstateOtp(
+        emailKey('otp', email),
+        emailKey('used', email),
+        hashOf(email, code),
+        attempts,
+        expiresAt,
+      );
     },
 
     /**
@@ -258,7 +278,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       );
       // Not worth failing an answer that may already have consumed the code: a failure left counted
       // only makes the IP's budget stricter.
-      if (result !== 'wrong') await windows.release(ipFailures(ip), taken.event).catch(() => {});
+      if (result !== 'wrong' && result !== 'spent')
+        await windows.release(ipFailures(ip), taken.event).catch(() => {});
       switch (result) {
         case 'wrong': {
           const lockedOut: LockOut[] = [];
@@ -271,6 +292,12 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
             lockedOut,
             ...(m > 0 && { emailRetryAfter: Math.ceil(m / 1000) }),
           };
+        }
+        case 'spent': {
+          const lockedOut: LockOut[] = [];
+          if (m > 0) lockedOut.push('email');
+          if (taken.filled.length > 0) lockedOut.push('ip');
+          return { result: 'missing', lockedOut };
         }
         case 'limited':
           return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: m === 1 } };
