@@ -9,7 +9,7 @@ import { createActiveSessionStore } from './modules/sessions/active-sessions.sto
 import { logoutEverywhere } from './modules/sessions/end.ts';
 import { usersWithOpenSessions } from './modules/sessions/sessions.repository.ts';
 import { normalizeEmail } from './modules/sign-in/email-address.ts';
-import { findUserIdByEmail } from './modules/users/users.repository.ts';
+import { findUser, findUserIdByEmail } from './modules/users/users.repository.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
 import { isUuid } from './uuid.ts';
@@ -31,11 +31,12 @@ export interface EndReport {
 
 /**
  * An operator's sign-out (package script `sessions:end`): every session of one account, or of every
- * account, ended in Postgres, then their access tokens refused by deleting their Redis keys, each
- * account's ending recorded as its `logout` event. As the user's own "log out everywhere" does it,
- * in that order: a key deleted first could come back with a refresh before the session had ended.
- * Exit code 0 when done, 1 when a dependency or the configuration fails (one line on stderr), 2 on
- * a usage error or an account not found.
+ * account with a session open that started before the command, ended in Postgres, then their access
+ * tokens refused by deleting their Redis keys, each account's ending recorded as its `logout` event.
+ * As the user's own "log out everywhere" does it, in that order: a key deleted first could come back
+ * with a refresh before the session had ended. Exit code 0 when done, 1 when a dependency or the
+ * configuration fails (one line on stderr, with how far --all got; running it again ends the rest),
+ * 2 on a usage error or an account not found.
  */
 export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let args: ReturnType<typeof parse>;
@@ -63,7 +64,7 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     let report: EndReport;
     if (args.user !== undefined) {
       const userId = isUuid(args.user)
-        ? args.user
+        ? (await findUser(app.db, args.user))?.id
         : await findUserIdByEmail(app.db, normalizeEmail(args.user));
       if (userId === undefined) {
         console.error(`sessions end: no account of ${args.user}`);
@@ -73,16 +74,25 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     } else {
       report = { users: 0, sessionsEnded: 0 };
       const startedBefore = systemClock.now();
+      let after: string | null = null;
       for (;;) {
         const users = await usersWithOpenSessions(app.db, {
+          after,
           now: systemClock.now(),
           startedBefore,
           limit: USERS_AT_ONCE,
         });
         if (users.length === 0) break;
-        const ended = await Promise.all(users.map((userId) => end(userId, OPERATOR)));
-        report.users += users.length;
-        report.sessionsEnded += ended.reduce((sum, count) => sum + count, 0);
+        after = users.at(-1) ?? null;
+        const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR)));
+        for (const each of ended)
+          if (each.status === 'fulfilled') {
+            report.users += 1;
+            report.sessionsEnded += each.value;
+          }
+        const failed = ended.find((each) => each.status === 'rejected');
+        // Stops at the first failure, saying how far it got: running it again ends the rest.
+        if (failed) throw Object.assign(failed.reason as Error, { report });
       }
     }
     console.log(
@@ -95,7 +105,11 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     const message = error instanceof ConfigError ? error.message : (error as Error).message;
     const cause =
       (error as Error).cause instanceof Error ? `: ${((error as Error).cause as Error).message}` : '';
-    console.error(`sessions end: ${message.split('\n')[0]}${cause}`);
+    const done = (error as { report?: EndReport }).report;
+    const sofar = done
+      ? ` (${done.sessionsEnded} sessions of ${done.users} accounts ended before it; run it again)`
+      : '';
+    console.error(`sessions end: ${message.split('\n')[0]}${cause}${sofar}`);
     return 1;
   } finally {
     await app?.close();

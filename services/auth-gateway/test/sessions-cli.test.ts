@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runSessionsCli } from '../src/sessions-cli.ts';
 import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
@@ -24,11 +25,14 @@ beforeAll(async () => {
 afterAll(() => gateway?.close());
 
 /** Runs the command; its exit code and what it printed. */
-async function sessionsEnd(...args: string[]) {
+const sessionsEnd = (...args: string[]) => sessionsEndWith({}, ...args);
+
+/** The same, with `more` in its environment. */
+async function sessionsEndWith(more: NodeJS.ProcessEnv, ...args: string[]) {
   const out = vi.spyOn(console, 'log').mockImplementation(() => {});
   const err = vi.spyOn(console, 'error').mockImplementation(() => {});
   try {
-    const code = await runSessionsCli(['end', ...args], env);
+    const code = await runSessionsCli(['end', ...args], { ...env, ...more });
     return { code, out: out.mock.calls.join('\n'), err: err.mock.calls.join('\n') };
   } finally {
     out.mockRestore();
@@ -79,13 +83,14 @@ describe('sessions:end --user', () => {
     expect(await works(again.accessToken)).toBe(false);
   });
 
-  it('says so, and changes nothing, when no account has the address', async () => {
+  it('says so, and changes nothing, when no account has the address or the id', async () => {
     const other = await signIn(gateway.app, 'quentin@example.com');
-    expect(await sessionsEnd('--user', 'nobody@example.com')).toEqual({
-      code: 2,
-      out: '',
-      err: 'sessions end: no account of nobody@example.com',
-    });
+    for (const user of ['nobody@example.com', '00000000-0000-4000-8000-000000000000'])
+      expect(await sessionsEnd('--user', user)).toEqual({
+        code: 2,
+        out: '',
+        err: `sessions end: no account of ${user}`,
+      });
     expect(await works(other.accessToken)).toBe(true);
   });
 });
@@ -103,6 +108,32 @@ describe('sessions:end --all', () => {
     expect(report.sessionsEnded).toBeGreaterThanOrEqual(20);
     for (const session of signedIn) expect(await works(session.accessToken)).toBe(false);
     expect(await sessionsEnd('--all')).toMatchObject({ code: 0, out: 'sessions ended: 0 (0 accounts)' });
+  });
+});
+
+describe('sessions:end --all, when an account cannot be ended', () => {
+  it('stops saying how far it got, and a second run ends the rest', async () => {
+    const [free, held] = [
+      await signIn(gateway.app, 'free@example.com'),
+      await signIn(gateway.app, 'held@example.com'),
+    ];
+    // Another transaction holds the session row of one account past the statement timeout.
+    const holder = new pg.Client({ connectionString: gateway.config.database.url });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select * from sessions where user_id = $1 for update', [held.user._id]);
+      const stopped = await sessionsEndWith({ DATABASE_STATEMENT_TIMEOUT: '1' }, '--all');
+      expect(stopped.code).toBe(1);
+      expect(stopped.err).toMatch(/^sessions end: .* accounts ended before it; run it again\)$/);
+      expect(await works(free.accessToken)).toBe(false);
+      expect(await works(held.accessToken)).toBe(true);
+      await holder.query('rollback');
+    } finally {
+      await holder.end();
+    }
+    expect((await sessionsEnd('--all')).code).toBe(0);
+    expect(await works(held.accessToken)).toBe(false);
   });
 });
 

@@ -415,23 +415,30 @@ export async function logoutEverywhere(
 }
 
 /**
- * Up to `limit` users with a session open at `now` that started by `startedBefore`: an operator's
- * ending of every session goes through them in turns, and stops at the sessions started since.
+ * Up to `limit` users after `after` (by id) with a session open at `now` that started by
+ * `startedBefore`: an operator's ending of every session goes through them in turns, each turn
+ * reading on from the last, and stops at the sessions started since.
  */
 export async function usersWithOpenSessions(
   db: Kysely<Database>,
-  { now, startedBefore, limit }: { now: Date; startedBefore: Date; limit: number },
+  {
+    after,
+    now,
+    startedBefore,
+    limit,
+  }: { after: string | null; now: Date; startedBefore: Date; limit: number },
 ): Promise<string[]> {
-  const rows = await db
+  let query = db
     .selectFrom('sessions')
     .select('userId')
     .distinct()
     .where('endedAt', 'is', null)
     .where('expiresAt', '>', now)
     .where('createdAt', '<=', startedBefore)
-    .limit(limit)
-    .execute();
-  return rows.map((row) => row.userId);
+    .orderBy('userId')
+    .limit(limit);
+  if (after !== null) query = query.where('userId', '>', after);
+  return (await query.execute()).map((row) => row.userId);
 }
 
 const userSession = prepareQuery((db: Kysely<Database>, $: { userId: string; sessionId: string }) =>
