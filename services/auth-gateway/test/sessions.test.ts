@@ -428,6 +428,26 @@ describe('DELETE /api/v1/auth/sessions/{id}', () => {
   });
 });
 
+describe('a session key an earlier gateway wrote', () => {
+  it("is honoured until the session's refresh gives it its user: an upgrade refuses no access token", async () => {
+    const session = await signIn(gateway.app, 'upgraded@example.com');
+    const key = `${gateway.config.redis.keyPrefix}session:${sidOf(session.accessToken)}`;
+    const inspector = new Redis(gateway.config.redis.url);
+    try {
+      // As gateways before 2026-11-28 wrote it.
+      await inspector.set(key, '1', 'EX', 600);
+      expect((await list(session.accessToken)).statusCode).toBe(200);
+      const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
+        refreshToken: session.refreshToken,
+      });
+      expect(refreshed.statusCode).toBe(200);
+      expect(await inspector.get(key)).toBe(session.user._id);
+    } finally {
+      inspector.disconnect();
+    }
+  });
+});
+
 describe('a revocation whose Redis delete was lost', () => {
   const sessionKey = (accessToken: string) =>
     `${gateway.config.redis.keyPrefix}session:${sidOf(accessToken)}`;

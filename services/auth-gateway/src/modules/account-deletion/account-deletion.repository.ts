@@ -93,7 +93,11 @@ type Kept =
   | 'email'
   | 'createdAt'
   | 'updatedAt'
-  | `accountDeletion${string}`
+  | 'accountDeletionStatus'
+  | 'accountDeletionRequestedAt'
+  | 'accountDeletionScheduledFor'
+  | 'accountDeletionCancelledAt'
+  | 'accountDeletionFinalizedAt'
   | 'roles'
   | 'creditBalance'
   | 'followersCount'
@@ -105,7 +109,9 @@ type Kept =
  * to `users` (and to database.generated.ts, `pnpm db:types`) fails the typecheck here until it is
  * erased too, or kept above.
  */
-const ERASED_PROFILE: { [Column in Exclude<keyof UsersTable, Kept>]-?: Updateable<UsersTable>[Column] } = {
+const ERASED_PROFILE: {
+  [Column in Exclude<keyof UsersTable, Kept>]-?: Exclude<Updateable<UsersTable>[Column], undefined>;
+} = {
   name: null,
   surname: null,
   username: null,

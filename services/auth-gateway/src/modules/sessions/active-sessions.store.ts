@@ -6,6 +6,11 @@ export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
 // 5–50 ms, and the whole took no longer (README, Security).
 const REMOVE_AT_ONCE = 256;
 
+// What gateways before 2026-11-28 wrote as every key's value: honoured for any user until the
+// session's next refresh writes its user, so that an upgrade refuses no access token. A release
+// after the next drops it (CHANGELOG.md).
+const WRITTEN_BEFORE_USERS = '1';
+
 /**
  * The sessions whose access tokens are honoured, as Redis keys that live until the session expires
  * and hold the id of the session's user, so that a token naming one user and another's session is
@@ -38,7 +43,8 @@ export function createActiveSessionStore(redis: RedisClient) {
       if (ttl > 0) await redis.set(key(sessionId), userId, 'PX', ttl);
     },
     async isActive(sessionId: string, userId: string): Promise<boolean> {
-      return (await redis.get(key(sessionId))) === userId;
+      const holder = await redis.get(key(sessionId));
+      return holder === userId || holder === WRITTEN_BEFORE_USERS;
     },
     // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot. A few hundred at a
     // time, so that the other requests' commands take turns with a user's thousands of sessions
