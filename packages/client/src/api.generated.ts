@@ -581,7 +581,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -592,7 +592,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -603,7 +603,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -614,7 +614,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -625,7 +625,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -636,7 +636,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -647,7 +647,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -711,7 +711,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -722,7 +722,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -733,7 +733,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -744,7 +744,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -755,7 +755,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -766,7 +766,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -777,7 +777,7 @@ export interface operations {
             /** @description Service unavailable: Postgres or Redis does not answer, or Postgres lacks a migration of this gateway (the details say which, e.g. "redis is down", "postgres schema is behind: run pnpm db:migrate"), or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -834,7 +834,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -845,7 +845,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -856,7 +856,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -867,7 +867,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -878,7 +878,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -891,7 +891,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -902,7 +902,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -913,7 +913,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -976,7 +976,7 @@ export interface operations {
             /** @description Validation failed: the body breaks a rule, such as an address that is malformed or that no mail could reach; the details say which */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -987,7 +987,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -998,7 +998,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1009,7 +1009,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1020,7 +1020,7 @@ export interface operations {
             /** @description Too many requests: a code was sent to this email moments ago, too many codes for its inbox (its +tag variants, and at Gmail its dotted spellings, count as one) or from the address, or too many wrong codes for the email */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1033,7 +1033,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1044,7 +1044,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1055,7 +1055,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1171,7 +1171,7 @@ export interface operations {
             /** @description Validation failed: the body breaks a rule, or the code is wrong (detail "Invalid code") */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1182,7 +1182,7 @@ export interface operations {
             /** @description Resource not found: no active code for this email: never sent, expired or already used */
             404: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1193,7 +1193,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1204,7 +1204,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the code is locked after too many wrong attempts; request a new one */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1215,7 +1215,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1226,7 +1226,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1237,7 +1237,7 @@ export interface operations {
             /** @description Too many requests: too many wrong codes for this email or from this address */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1250,7 +1250,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1261,7 +1261,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1272,7 +1272,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1336,7 +1336,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1347,7 +1347,7 @@ export interface operations {
             /** @description Authentication required: the refresh token is unknown, expired or revoked, or was already used */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -1360,7 +1360,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1371,7 +1371,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1382,7 +1382,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1393,7 +1393,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1406,7 +1406,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1417,7 +1417,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1428,7 +1428,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1490,7 +1490,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1501,7 +1501,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -1514,7 +1514,7 @@ export interface operations {
             /** @description Insufficient permissions: the refresh token belongs to another user */
             403: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1525,7 +1525,7 @@ export interface operations {
             /** @description Resource not found: unknown refresh token */
             404: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1536,7 +1536,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1547,7 +1547,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the session of the refresh token has already ended or expired (a token rotated away ends its session if that is still open) */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1558,7 +1558,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1569,7 +1569,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1580,7 +1580,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1593,7 +1593,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1604,7 +1604,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1615,7 +1615,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1667,7 +1667,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1678,7 +1678,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -1691,7 +1691,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1702,7 +1702,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1713,7 +1713,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1724,7 +1724,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1737,7 +1737,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1748,7 +1748,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1759,7 +1759,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1841,7 +1841,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1852,7 +1852,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -1865,7 +1865,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1876,7 +1876,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1887,7 +1887,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1898,7 +1898,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1911,7 +1911,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1922,7 +1922,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -1933,7 +1933,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -1989,7 +1989,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2000,7 +2000,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2013,7 +2013,7 @@ export interface operations {
             /** @description Resource not found: unknown session, or another user's */
             404: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2024,7 +2024,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2035,7 +2035,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the session has already ended */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2046,7 +2046,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2057,7 +2057,7 @@ export interface operations {
             /** @description URI too long: the id is longer than 100 characters */
             414: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2068,7 +2068,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2079,7 +2079,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2092,7 +2092,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2103,7 +2103,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2114,7 +2114,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2213,7 +2213,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2224,7 +2224,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2237,7 +2237,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2248,7 +2248,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2259,7 +2259,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2270,7 +2270,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2283,7 +2283,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2294,7 +2294,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2305,7 +2305,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2438,7 +2438,7 @@ export interface operations {
             /** @description Validation failed: every failing field is one detail naming it (read-only and unknown fields too) */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2449,7 +2449,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2462,7 +2462,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2473,7 +2473,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: the username is taken, or was changed too recently (the detail says when it is possible) */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2484,7 +2484,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2495,7 +2495,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2506,7 +2506,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2519,7 +2519,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2530,7 +2530,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2541,7 +2541,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2602,7 +2602,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2613,7 +2613,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2626,7 +2626,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2637,7 +2637,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2648,7 +2648,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2659,7 +2659,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2672,7 +2672,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2683,7 +2683,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2694,7 +2694,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2766,7 +2766,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2777,7 +2777,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2790,7 +2790,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2801,7 +2801,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2812,7 +2812,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2823,7 +2823,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2836,7 +2836,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2847,7 +2847,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2858,7 +2858,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -2957,7 +2957,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2968,7 +2968,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -2981,7 +2981,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -2992,7 +2992,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: a deletion is already scheduled */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3003,7 +3003,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3014,7 +3014,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3025,7 +3025,7 @@ export interface operations {
             /** @description Too many requests: the deletion was cancelled less than ACCOUNT_DELETION_REQUEST_COOLDOWN ago, or a rate limit is reached */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -3038,7 +3038,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3049,7 +3049,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3060,7 +3060,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -3159,7 +3159,7 @@ export interface operations {
             /** @description Validation failed: a parameter or the body breaks a rule; the details after errors[0] name each one */
             400: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3170,7 +3170,7 @@ export interface operations {
             /** @description Authentication required: the access token is missing, malformed or expired, or its session has ended */
             401: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description The challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"` when the token sent was refused */
                     "WWW-Authenticate"?: string;
@@ -3183,7 +3183,7 @@ export interface operations {
             /** @description Request timeout: the request took too long to arrive */
             408: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3194,7 +3194,7 @@ export interface operations {
             /** @description Resource already exists or cannot be changed in its current state: no deletion is scheduled, or it is already due */
             409: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3205,7 +3205,7 @@ export interface operations {
             /** @description Payload too large: the body is larger than the gateway accepts */
             413: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3216,7 +3216,7 @@ export interface operations {
             /** @description Unsupported media type: a body must be application/json, in UTF-8 */
             415: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3227,7 +3227,7 @@ export interface operations {
             /** @description Too many requests: a rate limit is reached; try again after Retry-After seconds */
             429: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;
@@ -3240,7 +3240,7 @@ export interface operations {
             /** @description Request header fields too large */
             431: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3251,7 +3251,7 @@ export interface operations {
             /** @description Internal server error: an unexpected failure of the gateway */
             500: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     [name: string]: unknown;
                 };
@@ -3262,7 +3262,7 @@ export interface operations {
             /** @description Service unavailable: a dependency does not answer or this instance is shutting down; try again after Retry-After seconds */
             503: {
                 headers: {
-                    /** @description The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
+                    /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */
                     "Tessera-Error-Code"?: string;
                     /** @description Seconds to wait before trying again */
                     "Retry-After"?: number;

@@ -10,7 +10,7 @@ export interface TesseraErrorInit {
 /**
  * Every failure of the client. `status` is the HTTP status (0 when no response arrived), `messages`
  * the envelope's `errors` (the canonical message first, then details), `code` the gateway's stable
- * code of the error (`Tessera-Error-Code`: `OTP_USED`, `SESSION_ENDED`, …; undefined when the gateway
+ * code of the error (`Tessera-Error-Code`: `OTP_INVALID`, `SESSION_ENDED`, …; undefined when the gateway
  * did not answer), `retryAfter` the seconds of `Retry-After` when the server sent one, and
  * `isNetworkError` is true when the request never got an envelope back: fetch rejected, or the body
  * was not an envelope (a proxy's error page, say). Branch on `code`, not on the words of `messages`.

@@ -451,17 +451,17 @@ describe('@tessera/client against the gateway', () => {
     expect(invalid.isNetworkError).toBe(false);
     expect(invalid.retryAfter).toBeUndefined();
 
-    // Two 404s of verify, told apart by their code: no code at all, and one that already signed in.
+    // Two refusals of verify that a client treats apart: a wrong code (type again), no code (ask again).
     const email = newEmail();
     expect(await failure(tessera.auth.verifyCode(email, '1234'))).toMatchObject({
       status: 404,
       code: 'OTP_NOT_FOUND',
     });
     const { code } = await tessera.auth.sendCode(email);
-    await tessera.auth.verifyCode(email, code ?? '');
-    expect(await failure(tessera.auth.verifyCode(email, code ?? ''))).toMatchObject({
-      status: 404,
-      code: 'OTP_USED',
+    const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
+    expect(await failure(tessera.auth.verifyCode(email, wrong))).toMatchObject({
+      status: 400,
+      code: 'OTP_INVALID',
     });
   });
 

@@ -47,7 +47,7 @@ const ERROR_CODE = {
     type: 'string',
     pattern: '^[A-Z][A-Z0-9_]*$',
     description:
-      "The error's stable code (`OTP_USED`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors`",
+      "The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors`",
   },
 };
 /** The header that tells a client when to try again, on every 429 and 503. */

@@ -43,8 +43,6 @@ export const ERRORS = {
   // Sign-in
   OTP_INVALID: { status: 400, detail: 'Invalid code' },
   OTP_NOT_FOUND: { status: 404, detail: 'No active code for this email; request a new one' },
-  // The same status as no code at all (API.md §8.2): only the code's holder can tell the two apart.
-  OTP_USED: { status: 404, detail: 'This code has already signed in; request a new one (no wait)' },
   OTP_LOCKED: { status: 409, detail: 'Too many wrong attempts; request a new code' },
   SEND_COOLDOWN: { status: 429, detail: 'A code was sent to this email moments ago' },
   SEND_LIMIT_EMAIL: {

@@ -64,8 +64,7 @@ describe('GET /metrics', () => {
     const delta = (series: string) => value(after, series) - value(before, series);
     expect(delta('tessera_codes_sent_total')).toBe(1);
     expect(delta('tessera_verifications_total{result="ok"}')).toBe(1);
-    expect(delta('tessera_verifications_total{result="used"}')).toBe(1);
-    expect(delta('tessera_verifications_total{result="expired"}')).toBe(0);
+    expect(delta('tessera_verifications_total{result="expired"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="ok"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="grace"}')).toBe(1);
     expect(delta('tessera_refreshes_total{result="reuse"}')).toBe(1);

@@ -19,10 +19,7 @@ export type VerifyOutcome =
    */
   | { result: 'wrong'; attemptsLeft: number; lockedOut: LockOut[]; emailRetryAfter?: number }
   | { result: 'locked' }
-  /** No live code; `lockedOut`: what a guess at a code that already signed in locked, counted as wrong. */
-  | { result: 'missing'; lockedOut?: LockOut[] }
-  /** The code was accepted before (until it would have expired). */
-  | { result: 'used' }
+  | { result: 'missing' }
   | { result: 'limited'; refusal: Refusal<'email' | 'ip'> };
 
 export type LockOut = 'code' | 'email' | 'ip';
@@ -37,13 +34,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
-    reinstateOtp(
-      key: string,
-      usedKey: string,
-      hash: string,
-      attempts: number,
-      expiresAt: number,
-    ): Result<unknown, Context>;
+    reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
   }
 }
 
@@ -51,45 +42,32 @@ declare module 'ioredis' {
 // (single use under any concurrency), a wrong one counts an attempt on the code and a failure in the
 // email's window, a code with maxAttempts failures is locked until replaced, and a full window
 // refuses every verification before the code is even looked at. The comparison walks the whole hash
-// whatever matches, so its time tells nothing. An accepted code leaves its hash under `used` until it
-// would have expired, and lifts the email's resend cooldown: a client whose answer was lost, sending
-// the same code again, learns that it signed in, and may ask for another code at once; another code
-// then counts as a wrong guess.
+// whatever matches, so its time tells nothing. An accepted code lifts the email's resend cooldown: a
+// client whose answer was lost may ask for another code at once. (Nothing tells it that the code had
+// signed in: any answer that did would let guesses find which code signed in, and so that the address
+// did.)
 const VERIFY_OTP = `${SLIDING_WINDOW_LUA}
-local code_key, failures_key, refused_key, used_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local code_key, failures_key, refused_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local given, max, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local window, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
-
-local function same(stored)
-  local diff = (#stored == #given) and 0 or 1
-  for i = 1, math.min(#stored, #given) do
-    diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
-  end
-  return diff == 0
-end
 
 local wait = wait_ms(failures_key, now, window, limit)
 if wait > 0 then return {'limited', wait, first_refusal(refused_key, wait)} end
 
 local stored = redis.call('HGET', code_key, 'hash')
-if not stored then
-  local used = redis.call('GET', used_key)
-  if not used then return {'missing', 0, 0} end
-  if same(used) then return {'used', 0, 0} end
-  -- A guess at a code that signed in: counted as a wrong one, though answered as no code at all, so
-  -- that guessing cannot find which code signed in (and so that the address did) unbounded.
-  record(failures_key, now, window, member)
-  return {'spent', 0, wait_ms(failures_key, now, window, limit)}
-end
+if not stored then return {'missing', 0, 0} end
 local attempts = tonumber(redis.call('HGET', code_key, 'attempts'))
 if attempts >= max then return {'locked', 0, 0} end
-if same(stored) then
-  local ttl = redis.call('PTTL', code_key)
+local diff = (#stored == #given) and 0 or 1
+for i = 1, math.min(#stored, #given) do
+  diff = bit.bor(diff, bit.bxor(string.byte(stored, i), string.byte(given, i)))
+end
+if diff == 0 then
+  local expires_at = now + redis.call('PTTL', code_key)
   redis.call('DEL', code_key)
-  if ttl > 0 then redis.call('SET', used_key, stored, 'PX', ttl) end
   redis.call('DEL', cooldown_key)
-  return {'ok', attempts, now + ttl}
+  return {'ok', attempts, expires_at}
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
 record(failures_key, now, window, member)
@@ -105,12 +83,11 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 `;
 
 // An accepted code put back as it was: its wrong guesses still counted and its end unchanged (gone
-// at once if that has passed), unless a newer code has replaced it meanwhile; no longer `used`.
+// at once if that has passed), unless a newer code has replaced it meanwhile.
 const REINSTATE_OTP = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return end
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-redis.call('DEL', KEYS[2])
 `;
 
 export interface OtpLimits {
@@ -147,9 +124,9 @@ const DAY = 24 * HOUR;
  */
 export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const { secret, ttlSeconds, maxAttempts, limits } = options;
-  redis.defineCommand('verifyOtp', { numberOfKeys: 5, lua: VERIFY_OTP });
+  redis.defineCommand('verifyOtp', { numberOfKeys: 4, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
-  redis.defineCommand('reinstateOtp', { numberOfKeys: 2, lua: REINSTATE_OTP });
+  redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -242,13 +219,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * wrong guesses and the end it had: a retry does not lengthen its life or reset its attempts.
      */
     async reinstate(email: string, code: string, { attempts, expiresAt }: AcceptedCode) {
-      await redis.reinstateOtp(
-        emailKey('otp', email),
-        emailKey('used', email),
-        hashOf(email, code),
-        attempts,
-        expiresAt,
-      );
+      await redis.reinstateOtp(emailKey('otp', email), hashOf(email, code), attempts, expiresAt);
     },
 
     /**
@@ -268,7 +239,6 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
         emailKey('otp', email),
         failures,
         refusedKey(failures),
-        emailKey('used', email),
         emailKey('sent-recently', email),
         hashOf(email, code),
         maxAttempts,
@@ -278,8 +248,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       );
       // Not worth failing an answer that may already have consumed the code: a failure left counted
       // only makes the IP's budget stricter.
-      if (result !== 'wrong' && result !== 'spent')
-        await windows.release(ipFailures(ip), taken.event).catch(() => {});
+      if (result !== 'wrong') await windows.release(ipFailures(ip), taken.event).catch(() => {});
       switch (result) {
         case 'wrong': {
           const lockedOut: LockOut[] = [];
@@ -293,19 +262,12 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
             ...(m > 0 && { emailRetryAfter: Math.ceil(m / 1000) }),
           };
         }
-        case 'spent': {
-          const lockedOut: LockOut[] = [];
-          if (m > 0) lockedOut.push('email');
-          if (taken.filled.length > 0) lockedOut.push('ip');
-          return { result: 'missing', lockedOut };
-        }
         case 'limited':
           return { result, refusal: { window: 'email', retryAfter: Math.ceil(n / 1000), first: m === 1 } };
         case 'ok':
           return { result, accepted: { attempts: n, expiresAt: m } };
         case 'locked':
         case 'missing':
-        case 'used':
           return { result };
         default:
           throw new Error(`unexpected verifyOtp result ${result}`);

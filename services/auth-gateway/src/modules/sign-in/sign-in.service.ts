@@ -9,7 +9,7 @@ import { type CurrentPolicies, registrationStatus } from '../users/profile.ts';
 import { type Signup, upsertOnSignIn } from '../users/users.repository.ts';
 import { mailboxOf } from './email-address.ts';
 import { codesSent, verifications } from './metrics.ts';
-import type { LockOut, OtpStore } from './otp.store.ts';
+import type { OtpStore } from './otp.store.ts';
 import type { EnqueueOtpEmail } from './otp-email.queue.ts';
 
 /** A uniformly random 4-digit code from the CSPRNG, leading zeros kept. */
@@ -70,14 +70,6 @@ export function createSignInService(options: SignInServiceOptions) {
     throw new GatewayError(code, [`Try again in ${refusal.retryAfter} seconds`], refusal.retryAfter);
   }
 
-  /** What a wrong guess has just locked, logged and recorded (the IP's own lock-out has no account). */
-  async function recordLockOuts(lockedOut: LockOut[], email: string, client: ClientInfo) {
-    for (const scope of lockedOut) {
-      log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
-      await record({ type: 'code_locked', ...(scope === 'ip' ? {} : { email }), client, details: { scope } });
-    }
-  }
-
   return {
     /** Answers the same whether or not an account exists for the email. */
     async sendCode(email: string, client: ClientInfo) {
@@ -114,10 +106,7 @@ export function createSignInService(options: SignInServiceOptions) {
         case 'limited':
           return refuse('verify', outcome.refusal, email, client);
         case 'missing':
-          await recordLockOuts(outcome.lockedOut ?? [], email, client);
           throw new GatewayError('OTP_NOT_FOUND');
-        case 'used':
-          throw new GatewayError('OTP_USED');
         case 'locked':
           throw new GatewayError('OTP_LOCKED');
         case 'wrong':
@@ -127,7 +116,15 @@ export function createSignInService(options: SignInServiceOptions) {
             client,
             details: { attemptsLeft: outcome.attemptsLeft },
           });
-          await recordLockOuts(outcome.lockedOut, email, client);
+          for (const scope of outcome.lockedOut) {
+            log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
+            await record({
+              type: 'code_locked',
+              ...(scope === 'ip' ? {} : { email }),
+              client,
+              details: { scope },
+            });
+          }
           throw new GatewayError('OTP_INVALID', [
             outcome.emailRetryAfter !== undefined
               ? `Too many wrong codes for this email: no code is accepted for ${outcome.emailRetryAfter} seconds`
