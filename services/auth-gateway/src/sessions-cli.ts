@@ -7,7 +7,7 @@ import { loadConfig } from './config.ts';
 import { loggerOptions } from './logging.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
 import { logoutEverywhere } from './modules/sessions/end.ts';
-import { usersWithOpenSessions } from './modules/sessions/sessions.repository.ts';
+import { usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
 import { normalizeEmail } from './modules/sign-in/email-address.ts';
 import { findUser, findUserIdByEmail } from './modules/users/users.repository.ts';
 import db from './plugins/db.ts';
@@ -31,12 +31,13 @@ export interface EndReport {
 
 /**
  * An operator's sign-out (package script `sessions:end`): every session of one account, or of every
- * account with a session open that started before the command, ended in Postgres, then their access
- * tokens refused by deleting their Redis keys, each account's ending recorded as its `logout` event.
- * As the user's own "log out everywhere" does it, in that order: a key deleted first could come back
- * with a refresh before the session had ended. Exit code 0 when done, 1 when a dependency or the
- * configuration fails (one line on stderr, with how far --all got; running it again ends the rest),
- * 2 on a usage error or an account not found.
+ * account with an unexpired session that started before the command, ended in Postgres, then the
+ * Redis keys of all its unexpired sessions deleted (their access tokens refused), each account's
+ * ending recorded as its `logout` event. As the user's own "log out everywhere" does it, in that
+ * order: a key deleted first could come back with a refresh before the session had ended. Running
+ * it again repairs a run that Redis failed. Exit code 0 when done, 1 when a dependency or the
+ * configuration fails (one line on stderr, with how far --all got: run it again), 2 on a usage error
+ * or an account not found.
  */
 export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let args: ReturnType<typeof parse>;
@@ -76,7 +77,7 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
       const startedBefore = systemClock.now();
       let after: string | null = null;
       for (;;) {
-        const users = await usersWithOpenSessions(app.db, {
+        const users = await usersWithUnexpiredSessions(app.db, {
           after,
           now: systemClock.now(),
           startedBefore,

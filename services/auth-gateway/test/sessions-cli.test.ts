@@ -1,3 +1,5 @@
+import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runSessionsCli } from '../src/sessions-cli.ts';
@@ -107,7 +109,9 @@ describe('sessions:end --all', () => {
     expect(report.users).toBeGreaterThanOrEqual(20);
     expect(report.sessionsEnded).toBeGreaterThanOrEqual(20);
     for (const session of signedIn) expect(await works(session.accessToken)).toBe(false);
-    expect(await sessionsEnd('--all')).toMatchObject({ code: 0, out: 'sessions ended: 0 (0 accounts)' });
+    // Again: nothing more to end, and the keys of those accounts deleted once more.
+    const again = await sessionsEnd('--all', '--json');
+    expect(JSON.parse(again.out)).toMatchObject({ sessionsEnded: 0, users: report.users });
   });
 });
 
@@ -126,7 +130,6 @@ describe('sessions:end --all, when an account cannot be ended', () => {
       const stopped = await sessionsEndWith({ DATABASE_STATEMENT_TIMEOUT: '1' }, '--all');
       expect(stopped.code).toBe(1);
       expect(stopped.err).toMatch(/^sessions end: .* accounts ended before it; run it again\)$/);
-      expect(await works(free.accessToken)).toBe(false);
       expect(await works(held.accessToken)).toBe(true);
       await holder.query('rollback');
     } finally {
@@ -134,6 +137,48 @@ describe('sessions:end --all, when an account cannot be ended', () => {
     }
     expect((await sessionsEnd('--all')).code).toBe(0);
     expect(await works(held.accessToken)).toBe(false);
+    expect(await works(free.accessToken)).toBe(false);
+  });
+});
+
+describe('sessions:end --all, when Redis refuses to delete the keys', () => {
+  let redis: PrivateRedis;
+  let own: TestGateway;
+  beforeAll(async () => {
+    // A Redis of the test's own: its users are the server's.
+    redis = await startPrivateRedis();
+    own = await startGateway({ REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await own?.close();
+    await redis?.remove();
+  });
+
+  it('says so, and a second run deletes them: the access tokens are refused then', async () => {
+    const victim = await signIn(own.app, 'keys-kept@example.com');
+    const listed = async () =>
+      (await own.app.inject({ url: SESSIONS, headers: bearer(victim.accessToken) })).statusCode;
+    const ownEnv = {
+      ...env,
+      DATABASE_URL: own.config.database.url,
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: own.config.redis.keyPrefix,
+    };
+    // A Redis user that may not delete: the sessions end in Postgres, their keys stay.
+    const admin = new Redis(redis.url);
+    await admin.call('ACL', 'SETUSER', 'no-delete', 'on', '>pw', '~*', '&*', '+@all', '-del', '-unlink');
+    admin.disconnect();
+    const url = new URL(redis.url);
+    url.username = 'no-delete';
+    url.password = 'pw';
+
+    const refused = await sessionsEndWith({ ...ownEnv, REDIS_URL: url.toString() }, '--all');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/NOPERM.*run it again\)$/);
+    expect(await listed()).toBe(200);
+
+    expect((await sessionsEndWith(ownEnv, '--all')).code).toBe(0);
+    expect(await listed()).toBe(401);
   });
 });
 

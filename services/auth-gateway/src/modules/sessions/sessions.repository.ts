@@ -415,11 +415,12 @@ export async function logoutEverywhere(
 }
 
 /**
- * Up to `limit` users after `after` (by id) with a session open at `now` that started by
- * `startedBefore`: an operator's ending of every session goes through them in turns, each turn
- * reading on from the last, and stops at the sessions started since.
+ * Up to `limit` users after `after` (by id) with a session unexpired at `now` that started by
+ * `startedBefore`, ended or not: an operator's ending of every session goes through them in turns,
+ * each turn reading on from the last, and stops at the sessions started since. Ended ones count, so
+ * that a second run deletes the Redis keys a first one could not.
  */
-export async function usersWithOpenSessions(
+export async function usersWithUnexpiredSessions(
   db: Kysely<Database>,
   {
     after,
@@ -432,7 +433,6 @@ export async function usersWithOpenSessions(
     .selectFrom('sessions')
     .select('userId')
     .distinct()
-    .where('endedAt', 'is', null)
     .where('expiresAt', '>', now)
     .where('createdAt', '<=', startedBefore)
     .orderBy('userId')
