@@ -106,7 +106,7 @@ export function createServices(
   warnIfShortRetention({ securityEventRetention: config.retention.securityEventRetention, log });
   return {
     /** Who is calling: the access token verified and its session still active. */
-    authenticate: verifyCaller(tokens, activeSessions),
+    authenticate: verifyCaller(tokens, activeSessions, { db, clock }),
     jwks: tokens.jwks,
     signIn,
     sessions,

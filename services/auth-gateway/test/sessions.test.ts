@@ -1,4 +1,5 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
+import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
@@ -198,7 +199,7 @@ describe("the Redis keys of a user's many sessions", () => {
     const user = crypto.randomUUID();
     await Promise.all(ids.map((id) => store.markActive(id, user, until, now)));
     await store.remove(ids);
-    const stillActive = await Promise.all(ids.map((id) => store.isActive(id, user)));
+    const stillActive = await Promise.all(ids.map((id) => store.holder(id)));
     expect(stillActive.filter(Boolean)).toEqual([]);
   });
 });
@@ -228,7 +229,7 @@ function sessionsWith(activeSessions: ReturnType<typeof createActiveSessionStore
 
 describe('a refresh racing a logout', () => {
   it('does not bring back the session the logout ended after the refresh had rotated its token', async () => {
-    const { refreshToken, accessToken, user } = await signIn(gateway.app, 'zoe@example.com');
+    const { refreshToken, accessToken } = await signIn(gateway.app, 'zoe@example.com');
     const store = createActiveSessionStore(gateway.app.redis);
     // The interleaving: the rotation commits, then the logout ends the session and deletes its key,
     // then the refresh moves the key's expiry.
@@ -246,7 +247,7 @@ describe('a refresh racing a logout', () => {
     await expect(refreshed).rejects.toMatchObject({ statusCode: 401 });
     expect(loggedOut).toBe(true);
     expect((await list(accessToken)).statusCode).toBe(401);
-    expect(await store.isActive(sidOf(accessToken), user._id)).toBe(false);
+    expect(await store.holder(sidOf(accessToken))).toBeNull();
   });
 });
 
@@ -429,18 +430,26 @@ describe('DELETE /api/v1/auth/sessions/{id}', () => {
 });
 
 describe('a session key an earlier gateway wrote', () => {
-  it("is honoured until the session's refresh gives it its user: an upgrade refuses no access token", async () => {
+  it('is honoured for the user Postgres says is its own, and then holds that user: an upgrade refuses no access token', async () => {
     const session = await signIn(gateway.app, 'upgraded@example.com');
+    const other = await signIn(gateway.app, 'bystander@example.com');
     const key = `${gateway.config.redis.keyPrefix}session:${sidOf(session.accessToken)}`;
     const inspector = new Redis(gateway.config.redis.url);
     try {
       // As gateways before 2026-11-28 wrote it.
       await inspector.set(key, '1', 'EX', 600);
-      expect((await list(session.accessToken)).statusCode).toBe(200);
-      const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {
-        refreshToken: session.refreshToken,
+      // A token signed with the gateway's key (a leaked one) naming that session for another user.
+      const [header = '', payload = ''] = session.accessToken.split('.');
+      const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString());
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+      const forged = createSigner({ key: gateway.config.jwt.privateKey, algorithm: 'EdDSA', kid })({
+        ...claims,
+        sub: other.user._id,
       });
-      expect(refreshed.statusCode).toBe(200);
+      expect((await list(forged)).statusCode).toBe(401);
+      expect(await inspector.get(key)).toBe('1');
+
+      expect((await list(session.accessToken)).statusCode).toBe(200);
       expect(await inspector.get(key)).toBe(session.user._id);
     } finally {
       inspector.disconnect();

@@ -6,10 +6,12 @@ export type ActiveSessionStore = ReturnType<typeof createActiveSessionStore>;
 // 5–50 ms, and the whole took no longer (README, Security).
 const REMOVE_AT_ONCE = 256;
 
-// What gateways before 2026-11-28 wrote as every key's value: honoured for any user until the
-// session's next refresh writes its user, so that an upgrade refuses no access token. A release
-// after the next drops it (CHANGELOG.md).
-const WRITTEN_BEFORE_USERS = '1';
+/**
+ * What gateways before 2026-11-28 wrote as every key's value: authentication asks Postgres whose
+ * session it is, once, and writes the user (authenticate.ts), so that an upgrade refuses no access
+ * token. A release after the next drops it (CHANGELOG.md).
+ */
+export const WRITTEN_BEFORE_USERS = '1';
 
 /**
  * The sessions whose access tokens are honoured, as Redis keys that live until the session expires
@@ -42,9 +44,9 @@ export function createActiveSessionStore(redis: RedisClient) {
       const ttl = expiresAt.getTime() - now.getTime();
       if (ttl > 0) await redis.set(key(sessionId), userId, 'PX', ttl);
     },
-    async isActive(sessionId: string, userId: string): Promise<boolean> {
-      const holder = await redis.get(key(sessionId));
-      return holder === userId || holder === WRITTEN_BEFORE_USERS;
+    /** What the session's key holds: its user's id (`''` while a sign-in records it), or null: ended. */
+    holder(sessionId: string): Promise<string | null> {
+      return redis.get(key(sessionId));
     },
     // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot. A few hundred at a
     // time, so that the other requests' commands take turns with a user's thousands of sessions

@@ -1,15 +1,36 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../clock.ts';
+import type { Database } from '../../database.ts';
 import { GatewayError } from '../../errors.ts';
 import type { AccessClaims, TokenService } from '../tokens/tokens.service.ts';
-import type { ActiveSessionStore } from './active-sessions.store.ts';
+import { type ActiveSessionStore, WRITTEN_BEFORE_USERS } from './active-sessions.store.ts';
+import { findUserSession } from './sessions.repository.ts';
 
 /**
  * Who an access token speaks for: its signature and claims, and its session still active and its
  * user's (one Redis round trip, no Postgres query), so a revocation holds from the next request on.
  */
-export function verifyCaller(tokens: TokenService, activeSessions: ActiveSessionStore) {
+export function verifyCaller(
+  tokens: TokenService,
+  activeSessions: ActiveSessionStore,
+  { db, clock }: { db: Kysely<Database>; clock: Clock },
+) {
+  /**
+   * A key an earlier gateway wrote, which names no user: honoured when Postgres says the session is
+   * the token's user's and open, and then given that user (unless a revocation deleted it meanwhile).
+   */
+  async function adopted({ sub, sid }: AccessClaims): Promise<boolean> {
+    const session = await findUserSession(db, sub, sid);
+    const now = clock.now();
+    if (!session || session.endedAt || session.expiresAt <= now) return false;
+    return activeSessions.assign(sid, sub, session.expiresAt, now);
+  }
+
   return async (accessToken: string): Promise<AccessClaims> => {
     const claims = await tokens.verifyAccessToken(accessToken);
-    if (!(await activeSessions.isActive(claims.sid, claims.sub))) throw new GatewayError('SESSION_ENDED');
-    return claims;
+    const holder = await activeSessions.holder(claims.sid);
+    if (holder === claims.sub) return claims;
+    if (holder === WRITTEN_BEFORE_USERS && (await adopted(claims))) return claims;
+    throw new GatewayError('SESSION_ENDED');
   };
 }
