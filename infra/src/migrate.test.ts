@@ -9,6 +9,13 @@ describe('postgresFailure', () => {
     );
   });
 
+  it('hides a password given as a parameter too', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const text = postgresFailure(refused, 'postgres://me@127.0.0.1:1/tessera?password=hunter2&sslpassword=x');
+    expect(text).not.toContain('hunter2');
+    expect(text).toContain('password=***');
+  });
+
   it('gives any other failure as it is', () => {
     const failed = Object.assign(new Error('relation "users" already exists'), { code: '42P07' });
     expect(postgresFailure(failed, 'postgres://me:hunter2@db/tessera')).toBe(

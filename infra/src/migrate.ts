@@ -106,6 +106,8 @@ export function postgresFailure(error: unknown, databaseUrl: string): string {
   if (!unreachable.includes(String(code))) return message;
   const url = new URL(databaseUrl);
   url.password = url.password && '***';
+  for (const name of ['password', 'sslpassword'])
+    if (url.searchParams.has(name)) url.searchParams.set(name, '***');
   return `${message} (is Postgres running at ${url.host}, and may this user sign in? DATABASE_URL is ${url})`;
 }
 
