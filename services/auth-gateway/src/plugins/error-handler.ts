@@ -65,7 +65,7 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
 }
 
 /** The header naming an answer's error by its stable code (errors.ts), for clients to branch on. */
-export const ERROR_CODE_HEADER = 'tessera-error-code';
+const ERROR_CODE_HEADER = 'tessera-error-code';
 
 function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
   errorsAnswered.add(1, { code: error.code });
