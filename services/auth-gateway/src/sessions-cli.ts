@@ -15,8 +15,10 @@ import redis from './plugins/redis.ts';
 import { isUuid } from './uuid.ts';
 
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--json]
-       sessions-cli.ts end --all [--json]
-Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.`;
+       sessions-cli.ts end --all [--started-before <time>] [--json]
+Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.
+--all ends the sessions started before it ran, or before --started-before (ISO 8601): give a run
+that failed the time it printed, so that running it again leaves the sessions started since.`;
 
 /** How an operator's ending shows in the user's security events: a `logout` with no address. */
 const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)' };
@@ -25,19 +27,22 @@ const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)'
 const USERS_AT_ONCE = 16;
 
 export interface EndReport {
+  /** Accounts gone through: with --all, every one with an unexpired session started by the cut-off. */
   users: number;
   sessionsEnded: number;
+  /** --all: the sessions started after it are left. */
+  startedBefore?: string;
 }
 
 /**
- * An operator's sign-out (package script `sessions:end`): every session of one account, or of every
- * account with an unexpired session that started before the command, ended in Postgres, then the
- * Redis keys of all its unexpired sessions deleted (their access tokens refused), each account's
- * ending recorded as its `logout` event. As the user's own "log out everywhere" does it, in that
- * order: a key deleted first could come back with a refresh before the session had ended. Running
- * it again repairs a run that Redis failed. Exit code 0 when done, 1 when a dependency or the
- * configuration fails (one line on stderr, with how far --all got: run it again), 2 on a usage error
- * or an account not found.
+ * An operator's sign-out (package script `sessions:end`): every session of one account, or every
+ * session started before a cut-off (the command's start, or `--started-before`), ended in
+ * Postgres, then the Redis keys of those unexpired sessions deleted (their access tokens refused),
+ * each account's ending recorded as its `logout` event. As the user's own "log out everywhere" does
+ * it, in that order: a key deleted first could come back with a refresh before the session had
+ * ended. Running it again with the same cut-off repairs a run that Redis failed. Exit code 0 when
+ * done, 1 when a dependency or the configuration fails (one line on stderr, with how far --all got
+ * and its cut-off), 2 on a usage error or an account not found.
  */
 export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let args: ReturnType<typeof parse>;
@@ -73,8 +78,8 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
       }
       report = { users: 1, sessionsEnded: await end(userId, OPERATOR) };
     } else {
-      report = { users: 0, sessionsEnded: 0 };
-      const startedBefore = systemClock.now();
+      const startedBefore = args.startedBefore ?? systemClock.now();
+      report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
       let after: string | null = null;
       for (;;) {
         const users = await usersWithUnexpiredSessions(app.db, {
@@ -85,7 +90,7 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
         });
         if (users.length === 0) break;
         after = users.at(-1) ?? null;
-        const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR)));
+        const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR, startedBefore)));
         for (const each of ended)
           if (each.status === 'fulfilled') {
             report.users += 1;
@@ -96,10 +101,10 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
         if (failed) throw Object.assign(failed.reason as Error, { report });
       }
     }
+    const accounts = `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
+    const cutoff = report.startedBefore ? `, started before ${report.startedBefore}` : '';
     console.log(
-      args.json
-        ? JSON.stringify(report)
-        : `sessions ended: ${report.sessionsEnded} (${report.users} ${report.users === 1 ? 'account' : 'accounts'})`,
+      args.json ? JSON.stringify(report) : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
     );
     return 0;
   } catch (error) {
@@ -108,7 +113,7 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
       (error as Error).cause instanceof Error ? `: ${((error as Error).cause as Error).message}` : '';
     const done = (error as { report?: EndReport }).report;
     const sofar = done
-      ? ` (${done.sessionsEnded} sessions of ${done.users} accounts ended before it; run it again)`
+      ? ` (${done.sessionsEnded} sessions of ${done.users} accounts ended before it; run it again with --started-before ${done.startedBefore})`
       : '';
     console.error(`sessions end: ${message.split('\n')[0]}${cause}${sofar}`);
     return 1;
@@ -124,13 +129,19 @@ function parse(argv: string[]) {
     options: {
       user: { type: 'string' },
       all: { type: 'boolean', default: false },
+      'started-before': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
   if (positionals.join(' ') !== 'end')
     throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
   if ((values.user === undefined) === !values.all) throw new Error('give either --user or --all');
-  return { user: values.user?.trim(), json: values.json };
+  const cutoff = values['started-before'];
+  if (cutoff !== undefined && !values.all) throw new Error('--started-before is for --all');
+  const startedBefore = cutoff === undefined ? undefined : new Date(cutoff);
+  if (startedBefore && Number.isNaN(startedBefore.getTime()))
+    throw new Error(`--started-before: not a time: ${cutoff}`);
+  return { user: values.user?.trim(), startedBefore, json: values.json };
 }
 
 if (import.meta.main) process.exitCode = await runSessionsCli(process.argv.slice(2));

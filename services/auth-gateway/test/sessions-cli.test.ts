@@ -109,9 +109,12 @@ describe('sessions:end --all', () => {
     expect(report.users).toBeGreaterThanOrEqual(20);
     expect(report.sessionsEnded).toBeGreaterThanOrEqual(20);
     for (const session of signedIn) expect(await works(session.accessToken)).toBe(false);
-    // Again: nothing more to end, and the keys of those accounts deleted once more.
-    const again = await sessionsEnd('--all', '--json');
+    // Again with its cut-off: nothing more to end, and the keys of those accounts deleted once more;
+    // a session started since is left.
+    const since = await signIn(gateway.app, 'many-0@example.com');
+    const again = await sessionsEnd('--all', '--started-before', report.startedBefore, '--json');
     expect(JSON.parse(again.out)).toMatchObject({ sessionsEnded: 0, users: report.users });
+    expect(await works(since.accessToken)).toBe(true);
   });
 });
 
@@ -129,7 +132,9 @@ describe('sessions:end --all, when an account cannot be ended', () => {
       await holder.query('select * from sessions where user_id = $1 for update', [held.user._id]);
       const stopped = await sessionsEndWith({ DATABASE_STATEMENT_TIMEOUT: '1' }, '--all');
       expect(stopped.code).toBe(1);
-      expect(stopped.err).toMatch(/^sessions end: .* accounts ended before it; run it again\)$/);
+      expect(stopped.err).toMatch(
+        /^sessions end: .* accounts ended before it; run it again with --started-before \S+Z\)$/,
+      );
       expect(await works(held.accessToken)).toBe(true);
       await holder.query('rollback');
     } finally {
@@ -174,11 +179,17 @@ describe('sessions:end --all, when Redis refuses to delete the keys', () => {
 
     const refused = await sessionsEndWith({ ...ownEnv, REDIS_URL: url.toString() }, '--all');
     expect(refused.code).toBe(1);
-    expect(refused.err).toMatch(/NOPERM.*run it again\)$/);
+    expect(refused.err).toMatch(/NOPERM.*run it again with --started-before \S+\)$/);
     expect(await listed()).toBe(200);
 
-    expect((await sessionsEndWith(ownEnv, '--all')).code).toBe(0);
+    // Run again as it says: its cut-off, so that a sign-in since stays.
+    const cutoff = /--started-before (\S+)\)$/.exec(refused.err)?.[1] ?? '';
+    const since = await signIn(own.app, 'signed-in-since@example.com');
+    expect((await sessionsEndWith(ownEnv, '--all', '--started-before', cutoff)).code).toBe(0);
     expect(await listed()).toBe(401);
+    expect((await own.app.inject({ url: SESSIONS, headers: bearer(since.accessToken) })).statusCode).toBe(
+      200,
+    );
   });
 });
 
@@ -189,6 +200,19 @@ describe('sessions:end, misused', () => {
       expect(code).toBe(2);
       expect(err).toContain('give either --user or --all');
     }
+  });
+
+  it('takes --started-before for --all only, and only a time', async () => {
+    expect(
+      await sessionsEnd('--user', 'a@example.com', '--started-before', '2026-11-28T00:00:00Z'),
+    ).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--started-before is for --all'),
+    });
+    expect(await sessionsEnd('--all', '--started-before', 'yesterday')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--started-before: not a time: yesterday'),
+    });
   });
 
   it('answers 1 with one line when Postgres cannot be reached', async () => {

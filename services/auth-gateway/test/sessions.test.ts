@@ -451,6 +451,14 @@ describe('a session key an earlier gateway wrote', () => {
 
       expect((await list(session.accessToken)).statusCode).toBe(200);
       expect(await inspector.get(key)).toBe(session.user._id);
+
+      // One whose session has ended (its delete lost): refused, and the key goes.
+      const ended = await signIn(gateway.app, 'ended-upgraded@example.com');
+      const endedKey = `${gateway.config.redis.keyPrefix}session:${sidOf(ended.accessToken)}`;
+      await post(gateway.app, LOGOUT, {}, bearer(ended.accessToken));
+      await inspector.set(endedKey, '1', 'EX', 600);
+      expect((await list(ended.accessToken)).statusCode).toBe(401);
+      expect(await inspector.exists(endedKey)).toBe(0);
     } finally {
       inspector.disconnect();
     }

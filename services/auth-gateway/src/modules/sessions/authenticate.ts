@@ -17,13 +17,19 @@ export function verifyCaller(
 ) {
   /**
    * A key an earlier gateway wrote, which names no user: honoured when Postgres says the session is
-   * the token's user's and open, and then given that user (unless a revocation deleted it meanwhile).
+   * the token's user's and open, and then given that user as Postgres spells it (unless a
+   * revocation deleted it meanwhile). The key of such a session that has ended goes, so that it
+   * costs no more queries; one of another user's session is left as it is.
    */
   async function adopted({ sub, sid }: AccessClaims): Promise<boolean> {
     const session = await findUserSession(db, sub, sid);
+    if (!session) return false;
     const now = clock.now();
-    if (!session || session.endedAt || session.expiresAt <= now) return false;
-    return activeSessions.assign(sid, sub, session.expiresAt, now);
+    if (session.endedAt || session.expiresAt <= now) {
+      await activeSessions.remove([sid]);
+      return false;
+    }
+    return activeSessions.assign(sid, session.userId, session.expiresAt, now);
   }
 
   return async (accessToken: string): Promise<AccessClaims> => {

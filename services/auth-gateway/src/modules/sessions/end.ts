@@ -114,15 +114,17 @@ export function endSessionById(context: SessionsContext) {
 
 /**
  * Ends every session of the user, with the `logout` event when it ended any, in one statement;
- * returns how many were open. The client has no address when an operator's command ends them.
+ * returns how many were open. An operator's command gives no address, and may leave the sessions
+ * started after `startedBefore`.
  */
 export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' | 'activeSessions' | 'log'>) {
   const { db, clock, activeSessions } = context;
   return async (
     userId: string,
     client: ClientInfo | { ipAddress: null; userAgent: string },
+    startedBefore: Date | null = null,
   ): Promise<number> => {
-    const values = { userId, ...client, now: clock.now() };
+    const values = { userId, ...client, now: clock.now(), startedBefore };
     const { ended, unexpired } = await withEvent(context, 'logout', (event) =>
       repository.logoutEverywhere(db, values, event),
     );

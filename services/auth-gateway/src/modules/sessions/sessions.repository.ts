@@ -1,4 +1,11 @@
-import { type Compilable, type Kysely, type QueryCreator, type Selectable, sql } from 'kysely';
+import {
+  type Compilable,
+  type ExpressionBuilder,
+  type Kysely,
+  type QueryCreator,
+  type Selectable,
+  sql,
+} from 'kysely';
 import type { Database, SessionsTable } from '../../database.ts';
 import { prepareQuery } from '../../prepared.ts';
 import type { SecurityEventType } from '../security-events/event-types.ts';
@@ -351,9 +358,14 @@ export function endSessionOfUser(
   return endById(event).first(db, values);
 }
 
-const logoutAll = prepareEnding((db, $: Ending, event) => {
+/** A logout's values: `startedBefore`, for an operator's, leaves the sessions started after it. */
+type LogoutAll = Ending & { startedBefore: Date | null };
+
+const logoutAll = prepareEnding((db, $: LogoutAll, event) => {
   const type: SecurityEventType = 'logout';
   const reason: SessionEndReason = 'logout';
+  const startedBy = (eb: ExpressionBuilder<Database, 'sessions'>) =>
+    eb('createdAt', '<=', eb.fn.coalesce(eb.val($.startedBefore), sql<Date>`'infinity'::timestamptz`));
   const ending = db.with('ended', (db) =>
     db
       .updateTable('sessions')
@@ -361,6 +373,7 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
       .where('userId', '=', $.userId)
       .where('endedAt', 'is', null)
       .where('expiresAt', '>', $.now)
+      .where(startedBy)
       .returning('id'),
   );
   // Only a logout that ended a session is an event: one that found none (they had ended, the account
@@ -395,19 +408,20 @@ const logoutAll = prepareEnding((db, $: Ending, event) => {
       .selectFrom('sessions')
       .select('id')
       .where('userId', '=', $.userId)
-      .where('expiresAt', '>', $.now)})`.as('unexpired'),
+      .where('expiresAt', '>', $.now)
+      .where(startedBy)})`.as('unexpired'),
   ]);
 });
 
 /**
- * Ends every active session of a user (open, not expired) and, when it ended any, records the
- * `logout` event with their number, in one statement. Answers how many it ended and the ids of all
- * the user's unexpired sessions, ended now or before, whose Redis keys must go (a retry repairs a
- * failed delete).
+ * Ends every active session of a user (open, not expired; for an operator's, started by
+ * `startedBefore`) and, when it ended any, records the `logout` event with their number, in one
+ * statement. Answers how many it ended and the ids of all those unexpired sessions, ended now or
+ * before, whose Redis keys must go (a retry repairs a failed delete).
  */
 export async function logoutEverywhere(
   db: Kysely<Database>,
-  values: Ending,
+  values: LogoutAll,
   event: WithEvent,
 ): Promise<{ ended: number; unexpired: string[] }> {
   const { ended, unexpired } = await logoutAll(event).firstOrThrow(db, values);
