@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@tessera/config';
 import Fastify from 'fastify';
 import pino from 'pino';
 import { systemClock } from './clock.ts';
@@ -108,7 +107,7 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     );
     return 0;
   } catch (error) {
-    const message = error instanceof ConfigError ? error.message : (error as Error).message;
+    const { message } = error as Error;
     const cause =
       (error as Error).cause instanceof Error ? `: ${((error as Error).cause as Error).message}` : '';
     const done = (error as { report?: EndReport }).report;

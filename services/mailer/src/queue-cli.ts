@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@tessera/config';
 import { EMAIL_QUEUE, type SendOtpJobData } from '@tessera/contracts';
 import { createRedis, type RedisClient } from '@tessera/redis';
 import { Queue } from 'bullmq';
@@ -48,7 +47,7 @@ export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = proce
     }
     return 0;
   } catch (error) {
-    const message = error instanceof ConfigError ? error.message : (error as Error).message;
+    const { message } = error as Error;
     console.error(`queue ${command}: ${message.split('\n')[0]}`);
     return 1;
   } finally {
