@@ -85,7 +85,7 @@ function failedCell(row: Row): string {
 }
 
 /** The Markdown table of one revision, with the memory line under it. */
-export function targetTable(target: TargetReport): string {
+function targetTable(target: TargetReport): string {
   const lines = [
     '| flow | requests | req/s | p50 ms | p99 ms | failed | CPU ms/req: gateway | Postgres | Redis | total | target | RSS peak MB (anonymous) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -117,7 +117,7 @@ const ratio = (value: number, base: number) =>
   base > 0 && value > 0 && Number.isFinite(value / base) ? `×${(value / base).toFixed(2)}` : '—';
 
 /** Each measure of `current` divided by the same measure of `base`. */
-export function ratioTable(current: TargetReport, base: TargetReport): string {
+function ratioTable(current: TargetReport, base: TargetReport): string {
   const lines = [
     `Ratios, ${current.label} ÷ ${base.label} (req/s: above 1 is faster; the others: below 1 is cheaper):`,
     '',

@@ -120,7 +120,7 @@ async function startRedis(options: TargetOptions): Promise<Target['redis']> {
  * A module of the revision under test (its migrations, its email contract), not of this tree, so that
  * each revision runs with its own schema and job format.
  */
-export function importFromRevision<Module>(root: string, file: string): Promise<Module> {
+function importFromRevision<Module>(root: string, file: string): Promise<Module> {
   return import(pathToFileURL(path.join(root, file)).href) as Promise<Module>;
 }
 

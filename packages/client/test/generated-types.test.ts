@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type {} from '@tessera/testing';
 import type { OpenAPI3 } from 'openapi-typescript';
 import { expect, inject, it } from 'vitest';
-import { openApiDocument } from '../../../services/auth-gateway/src/openapi.ts';
+import { openApiDocument } from '../../../services/auth-gateway/scripts/openapi.ts';
 import { CLIENT_TYPES_FILE, clientTypesSource } from '../scripts/generate-types.ts';
 
 it("src/api.generated.ts is what `pnpm client:types` writes from this tree's gateway", async () => {

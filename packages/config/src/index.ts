@@ -224,7 +224,7 @@ export async function startOrExit<T>(service: string, step: string, start: Promi
   }
 }
 
-export function deepFreeze<T>(value: T): T {
+function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);

@@ -54,9 +54,6 @@ export const EMAIL_JOB_OPTIONS = {
   stackTraceLimit: 1,
 } as const;
 
-/** The send-otp job's delivery policy: that of every email job. */
-export const SEND_OTP_JOB_OPTIONS = EMAIL_JOB_OPTIONS;
-
 /** Job name of the email telling a user their account will be deleted, and how to keep it. */
 export const DELETION_SCHEDULED_JOB = 'deletion-scheduled';
 

@@ -66,7 +66,7 @@ const WWW_AUTHENTICATE = {
  * What each error status means wherever it is answered, for the document's response descriptions: the
  * canonical message (`errors[0]`), then when it happens. A route says more with `[status, description]`.
  */
-export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
+const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: `${STATUS_MESSAGES[400]}: a parameter or the body breaks a rule; the details after errors[0] name each one`,
   401: `${STATUS_MESSAGES[401]}: the access token is missing, malformed or expired, or its session has ended`,
   403: `${STATUS_MESSAGES[403]}`,

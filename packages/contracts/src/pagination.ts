@@ -1,9 +1,9 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { named } from './named-schema.ts';
 
-export const MAX_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 100;
 /** Far beyond any real list; keeps the row offset a safe integer. */
-export const MAX_PAGE = 1_000_000;
+const MAX_PAGE = 1_000_000;
 
 /** `?page=&limit=`: query strings are parsed, so `page=2` arrives as the integer 2. */
 export const PaginationQuery = Type.Object({

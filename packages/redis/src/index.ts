@@ -226,7 +226,7 @@ export async function warnIfNotDurable(
  * How far `now` is from the Redis server's clock, in ms (positive when ahead), taken halfway through
  * the round trip of one `TIME`.
  */
-export async function clockOffset(client: RedisClient, now: () => number): Promise<number> {
+async function clockOffset(client: RedisClient, now: () => number): Promise<number> {
   const before = now();
   const [seconds, micros] = await client.time();
   return (before + now()) / 2 - (Number(seconds) * 1000 + Number(micros) / 1000);

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
 
-export { meter, serveMetrics } from './metrics.ts';
+export { meter } from './metrics.ts';
 export { observeQueueJobs } from './queue-jobs.ts';
 
 /** pino `mixin`: the trace and span of the active span on every log line written inside one. */
@@ -16,16 +16,14 @@ export function bullmqTelemetry(): BullMQOtel {
   return new BullMQOtel({ tracerName: 'tessera', meterName: 'tessera', enableMetrics: true });
 }
 
-export { closeGracefully, type GracefulCloseOptions } from './lifecycle.ts';
+export { closeGracefully } from './lifecycle.ts';
 export {
   checkReadiness,
   NotReadyError,
   type OperationsServer,
   type ReadinessChecks,
   startOperationsServer,
-  withTimeout,
 } from './operations.ts';
-export { shutdownTelemetry } from './shutdown.ts';
 
 /**
  * pino options for development: pretty lines through pino-pretty when it is installed next to

@@ -5,14 +5,12 @@ interface Log {
   error(fields: object, message: string): void;
 }
 
-export interface GracefulCloseOptions {
+interface GracefulCloseOptions {
   /** How long the drain may take: past it the process exits 1 (at once, or at the next signal). */
   timeoutMs: number;
   log: Log;
   /** Stops taking work and finishes what is in flight. */
   close: () => Promise<void>;
-  /** Tests: instead of `process.exit`. */
-  exit?: (code: number) => void;
 }
 
 /**
@@ -21,12 +19,7 @@ export interface GracefulCloseOptions {
  * passing forces exit 1. A crash (an uncaught error) drains the same way and exits 1, and so does
  * the function returned, for a process that cannot go on (its cause logged by the caller).
  */
-export function closeGracefully({
-  timeoutMs,
-  log,
-  close,
-  exit = process.exit,
-}: GracefulCloseOptions): () => void {
+export function closeGracefully({ timeoutMs, log, close }: GracefulCloseOptions): () => void {
   let closing: Promise<void> | undefined;
   let deadline = Number.POSITIVE_INFINITY;
 
@@ -34,15 +27,15 @@ export function closeGracefully({
     deadline = performance.now() + timeoutMs;
     setTimeout(() => {
       log.error({ timeoutMs }, 'drain deadline passed; exiting');
-      exit(1);
+      process.exit(1);
     }, timeoutMs).unref();
     closing = close()
       .then(() => shutdownTelemetry())
       .then(
-        () => exit(code),
+        () => process.exit(code),
         (err: unknown) => {
           log.error({ err }, 'closing failed');
-          exit(1);
+          process.exit(1);
         },
       );
   }
@@ -52,14 +45,14 @@ export function closeGracefully({
       log.info({ signal }, 'closing: finishing the work in flight');
       drain(0);
     } else if (performance.now() >= deadline) {
-      exit(1);
+      process.exit(1);
     } else {
       log.info({ signal }, 'already closing');
     }
   };
   const onCrash = (err: unknown) => {
     log.error({ err }, 'closing after an uncaught error');
-    if (closing !== undefined) exit(1);
+    if (closing !== undefined) process.exit(1);
     else drain(1);
   };
   process.on('SIGTERM', onSignal);

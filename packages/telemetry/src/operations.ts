@@ -46,10 +46,10 @@ export interface OperationsServerOptions {
   /** 0 picks a free port; `url` tells which. */
   port: number;
   checks: ReadinessChecks;
-  /** How long each readiness check may take. */
-  checkTimeoutMs?: number;
-  now?: () => Date;
 }
+
+/** How long each readiness check may take; past it `/health/ready` answers 503 naming it. */
+const CHECK_TIMEOUT_MS = 3000;
 
 export interface OperationsServer {
   url: string;
@@ -67,33 +67,31 @@ export async function startOperationsServer({
   host,
   port,
   checks,
-  checkTimeoutMs = 3000,
-  now = () => new Date(),
 }: OperationsServerOptions): Promise<OperationsServer> {
   let draining = false;
   const server = http.createServer((request, response) => {
     const path = request.url?.split('?')[0];
     if (request.method !== 'GET') {
-      reply(response, failure(405, [STATUS_MESSAGES[405], `Use GET, not ${request.method}`], now()), {
+      reply(response, failure(405, [STATUS_MESSAGES[405], `Use GET, not ${request.method}`], new Date()), {
         allow: 'GET',
       });
     } else if (path === '/metrics') {
       serveMetrics(request, response);
     } else if (path === '/health/live') {
-      reply(response, success({ status: 'ok' }, now()));
+      reply(response, success({ status: 'ok' }, new Date()));
     } else if (path === '/health/ready' && draining) {
-      reply(response, failure(503, ['Service unavailable', 'shutting down'], now()));
+      reply(response, failure(503, ['Service unavailable', 'shutting down'], new Date()));
     } else if (path === '/health/ready') {
-      void checkReadiness(checks, checkTimeoutMs).then(([first, ...rest]) =>
+      void checkReadiness(checks, CHECK_TIMEOUT_MS).then(([first, ...rest]) =>
         reply(
           response,
           first
-            ? failure(503, ['Service unavailable', first, ...rest], now())
-            : success(Object.fromEntries(Object.keys(checks).map((name) => [name, 'up'])), now()),
+            ? failure(503, ['Service unavailable', first, ...rest], new Date())
+            : success(Object.fromEntries(Object.keys(checks).map((name) => [name, 'up'])), new Date()),
         ),
       );
     } else {
-      reply(response, failure(404, [STATUS_MESSAGES[404], `No route ${request.method} ${path}`], now()));
+      reply(response, failure(404, [STATUS_MESSAGES[404], `No route ${request.method} ${path}`], new Date()));
     }
   });
   server.listen(port, host);

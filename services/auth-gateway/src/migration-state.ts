@@ -19,7 +19,7 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  * during a rolling deploy) do not count. Undefined when the gateway's role may not read that table:
  * nothing can be told. One query.
  */
-export async function missingMigrations(db: Kysely<Database>): Promise<string[] | undefined> {
+async function missingMigrations(db: Kysely<Database>): Promise<string[] | undefined> {
   try {
     const { rows } = await sql<{ name: string }>`
       select name from kysely_migration where name = any(${MIGRATIONS})`.execute(db);

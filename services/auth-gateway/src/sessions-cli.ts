@@ -25,7 +25,7 @@ const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)'
 /** Users ended at a time, in --all: each is one statement and its Redis keys. */
 const USERS_AT_ONCE = 16;
 
-export interface EndReport {
+interface EndReport {
   /** Accounts gone through: with --all, every one with an unexpired session started by the cut-off. */
   users: number;
   sessionsEnded: number;

@@ -23,5 +23,3 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
     },
   };
 }
-
-export type DeliveriesStore = ReturnType<typeof createDeliveriesStore>;

@@ -1,8 +1,8 @@
 import {
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   parseMailJobKeys,
   SEND_OTP_JOB,
-  SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
   sealCode,
   sendOtpJobId,
@@ -73,7 +73,7 @@ describe('GET /metrics', () => {
         sealedCode: sealCode('4826', 'ivan@example.com', parseMailJobKeys()),
         expiresAt: new Date(Date.now() + 300_000).toISOString(),
       },
-      { ...SEND_OTP_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
+      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
     );
     await delivered;
     // The counter is added to right after the send, and the job completes right after that; the
@@ -109,7 +109,7 @@ describe('GET /metrics', () => {
         expiresAt: new Date(Date.now() + 300_000).toISOString(),
       };
       await queue.add(SEND_OTP_JOB, data, {
-        ...SEND_OTP_JOB_OPTIONS,
+        ...EMAIL_JOB_OPTIONS,
         jobId: sendOtpJobId('00000000-0000-4000-8000-000000000002'),
       });
       expect((await get('/metrics')).body).toMatch(/^tessera_email_queue_jobs\{state="waiting"\} 1$/m);

@@ -6,7 +6,6 @@ import {
   EMAIL_QUEUE,
   REDACTED_CODE,
   SEND_OTP_JOB,
-  SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
   sealCode,
   sendOtpJobId,
@@ -114,7 +113,7 @@ function jobData({ to, code, expiresAt }: CodeEmail): SendOtpJobData {
 async function send(email: CodeEmail, jobId = nextJobId()) {
   const outcome = settled(jobId);
   outcome.catch(() => {}); // awaited by the test; this only keeps a failed enqueue from leaving it unhandled
-  await queue.add(SEND_OTP_JOB, jobData(email), { ...SEND_OTP_JOB_OPTIONS, jobId });
+  await queue.add(SEND_OTP_JOB, jobData(email), { ...EMAIL_JOB_OPTIONS, jobId });
   return { jobId, outcome };
 }
 
@@ -247,8 +246,8 @@ describe('send-otp jobs', () => {
     const jobId = nextJobId();
     const outcome = settled(jobId);
     try {
-      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId });
-      await queue.add(SEND_OTP_JOB, data, { ...SEND_OTP_JOB_OPTIONS, jobId });
+      await queue.add(SEND_OTP_JOB, data, { ...EMAIL_JOB_OPTIONS, jobId });
+      await queue.add(SEND_OTP_JOB, data, { ...EMAIL_JOB_OPTIONS, jobId });
       expect(await queue.getWaitingCount()).toBe(1);
     } finally {
       await mailWorker.worker.resume();
@@ -470,7 +469,7 @@ describe('send-otp jobs', () => {
       SEND_OTP_JOB,
       { ...jobData({ to: 'fred@example.com', code: '5197', expiresAt: 'tomorrow' }) },
       {
-        ...SEND_OTP_JOB_OPTIONS,
+        ...EMAIL_JOB_OPTIONS,
         jobId,
       },
     );
@@ -497,7 +496,7 @@ describe('send-otp jobs', () => {
     await queue.add(
       SEND_OTP_JOB,
       { to: 'olga@example.com', sealedCode, expiresAt: inMinutes(5) },
-      { ...SEND_OTP_JOB_OPTIONS, jobId },
+      { ...EMAIL_JOB_OPTIONS, jobId },
     );
     for (let i = 0; i < 400 && failuresOf(jobId).length < 2; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -528,11 +527,7 @@ describe('send-otp jobs', () => {
     const jobId = nextJobId();
     const outcome = settled(jobId);
     const stolen = jobData({ to: 'gina@example.com', code: '6283', expiresAt: inMinutes(5) });
-    await queue.add(
-      SEND_OTP_JOB,
-      { ...stolen, to: 'mallory@example.com' },
-      { ...SEND_OTP_JOB_OPTIONS, jobId },
-    );
+    await queue.add(SEND_OTP_JOB, { ...stolen, to: 'mallory@example.com' }, { ...EMAIL_JOB_OPTIONS, jobId });
 
     expect(await outcome).toMatchObject({ state: 'failed', job: { attemptsMade: 1 } });
     expect(mailsTo('mallory@example.com')).toEqual([]);

@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   parseMailJobKeys,
   SEND_OTP_JOB,
-  SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
   sealCode,
   sendOtpJobId,
@@ -98,7 +98,7 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
     jobs.map(({ to, code, jobId }) => ({
       name: SEND_OTP_JOB,
       data: { to, sealedCode: sealCode(code, to, keys), expiresAt },
-      opts: { ...SEND_OTP_JOB_OPTIONS, jobId },
+      opts: { ...EMAIL_JOB_OPTIONS, jobId },
     })),
   );
 

@@ -1,8 +1,8 @@
 import {
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   REDACTED_CODE,
   SEND_OTP_JOB,
-  SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
   sealCode,
   sendOtpJobId,
@@ -69,7 +69,7 @@ it('keeps a send slower than the lock with its mailer: delivered once, never tak
     mailers.map(({ worker }) => new Promise((resolve) => worker.once('completed', resolve))),
   );
   await queue.add(SEND_OTP_JOB, codeEmail('slow@example.com', '4826'), {
-    ...SEND_OTP_JOB_OPTIONS,
+    ...EMAIL_JOB_OPTIONS,
     jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001'),
   });
 
@@ -95,7 +95,7 @@ it('redacts the code of a job failed for stalling too often, which no mailer pro
     lockDuration: LOCK_MS,
   });
   try {
-    await queue.add(SEND_OTP_JOB, codeEmail('stuck@example.com', '5937'), { ...SEND_OTP_JOB_OPTIONS, jobId });
+    await queue.add(SEND_OTP_JOB, codeEmail('stuck@example.com', '5937'), { ...EMAIL_JOB_OPTIONS, jobId });
     await inspector.hset(`${redis.bullmqPrefix}:${EMAIL_QUEUE}:${jobId}`, 'stc', 1);
     expect((await dying.getNextJob('dying-token'))?.id).toBe(jobId);
     await Promise.all(mailers.map(({ worker }) => worker.resume()));

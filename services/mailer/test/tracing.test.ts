@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import {
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   parseMailJobKeys,
   SEND_OTP_JOB,
-  SEND_OTP_JOB_OPTIONS,
   type SendOtpJobData,
   sealCode,
   sendOtpJobId,
@@ -82,14 +82,14 @@ it('traces a job: the SMTP send is a child of the job span, names the recipient 
   await queue.add(
     SEND_OTP_JOB,
     { to: 'alice@example.com', sealedCode: sealCode('4826', 'alice@example.com', keys), expiresAt },
-    { ...SEND_OTP_JOB_OPTIONS, jobId: delivered },
+    { ...EMAIL_JOB_OPTIONS, jobId: delivered },
   );
   await sink.waitFor((mail) => mail.to.includes('alice@example.com'));
   sink.failNext(1, 550);
   await queue.add(
     SEND_OTP_JOB,
     { to: 'bob@example.com', sealedCode: sealCode('5937', 'bob@example.com', keys), expiresAt },
-    { ...SEND_OTP_JOB_OPTIONS, jobId: rejected },
+    { ...EMAIL_JOB_OPTIONS, jobId: rejected },
   );
 
   const job = await otlp.waitFor(

@@ -26,9 +26,7 @@ export interface SweepOptions {
   ready?: () => Promise<boolean>;
 }
 
-export type Batches = ((limit: number) => Promise<number>) & { end?: () => void };
-
-export type Sweep = ReturnType<typeof createSweep>;
+type Batches = ((limit: number) => Promise<number>) & { end?: () => void };
 
 /**
  * Background work on what Postgres holds, at once when started and then every `interval` seconds,

@@ -91,8 +91,6 @@ export type Refusal<Name extends string = string> = {
   first: boolean;
 };
 
-export type SlidingWindows = ReturnType<typeof createSlidingWindows>;
-
 export function createSlidingWindows(redis: RedisClient) {
   // One command per number of windows, its number of keys fixed: a Redis Cluster client's
   // auto-pipelining groups a command by its first argument, which must then be a key, not the count

@@ -2,7 +2,7 @@ import { named } from '@tessera/contracts';
 import { Type } from 'typebox';
 
 /** Every kind of security event, in one closed list: the recorder takes only these, the API documents them. */
-export const SECURITY_EVENT_TYPES = [
+const SECURITY_EVENT_TYPES = [
   'sign_in',
   'sign_in_failed',
   'code_locked',

@@ -22,7 +22,7 @@ export type VerifyOutcome =
   | { result: 'missing' }
   | { result: 'limited'; refusal: Refusal<'email' | 'ip'> };
 
-export type LockOut = 'code' | 'email' | 'ip';
+type LockOut = 'code' | 'email' | 'ip';
 
 /** An accepted code's wrong guesses and end (ms since the epoch, by the Redis server's clock). */
 export interface AcceptedCode {
@@ -90,7 +90,7 @@ redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 `;
 
-export interface OtpLimits {
+interface OtpLimits {
   resendCooldown: number;
   maxSendsPerEmailPerHour: number;
   maxSendsPerIpPerHour: number;

@@ -11,7 +11,7 @@ export const TOKEN_PAIR_EXAMPLE = {
 };
 
 /** What refreshing that pair hands back: both tokens new, the session the same. */
-export const ROTATED_PAIR_EXAMPLE = {
+const ROTATED_PAIR_EXAMPLE = {
   accessToken:
     'eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCIsImtpZCI6IjZ0d1NfYkUifQ.eyJzdWIiOiIwYjZkM2YyZS01YzFhLTRlOGItOWY3ZC0yYTRjNmU4ZjBhMWIiLCJzaWQiOiI5ZTFjN2I0YS0zZDJmLTRhNmUtOGIxYy01ZjdkOWUwYTJiM2MiLCJyb2xlcyI6WyJ1c2VyIl0sImlhdCI6MTc5NTQyODAwMCwiZXhwIjoxNzk1NDMxNjAwLCJpc3MiOiJ0ZXNzZXJhIiwiYXVkIjoidGVzc2VyYSJ9.c2lnbmF0dXJl',
   refreshToken: 'InW4KVa0ML7g-39JHb67i5BkYqlTitPLTpTX2ko3ehQ',

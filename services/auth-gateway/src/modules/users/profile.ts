@@ -257,19 +257,15 @@ export interface ProfileContext {
   usernameChangeCooldownSeconds: number;
 }
 
-export type ProfileEventType =
-  | 'username_changed'
-  | 'profile_updated'
-  | 'policy_accepted'
-  | 'consent_withdrawn';
+type ProfileEventType = 'username_changed' | 'profile_updated' | 'policy_accepted' | 'consent_withdrawn';
 
-export interface ProfileEvent {
+interface ProfileEvent {
   type: ProfileEventType;
   details?: Record<string, string>;
 }
 
 /** Column values to write: only the fields whose value changes. */
-export type ProfileChanges = Partial<ProfileSubject>;
+type ProfileChanges = Partial<ProfileSubject>;
 
 export type ProfilePlan =
   | { ok: true; changes: ProfileChanges; events: ProfileEvent[]; completesRegistration: boolean }

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { withMigratedScratchDatabase } from '@tessera/infra/generate-types';
-import { buildApp } from './app.ts';
-import { loadConfig } from './config.ts';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 
 export interface Servers {
   /** Any database on the Postgres server: a scratch database is created beside it and dropped after. */
