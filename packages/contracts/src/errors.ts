@@ -58,3 +58,12 @@ export class DependencyUnavailableError extends Error {
     this.dependency = dependency;
   }
 }
+
+/**
+ * A dependency answers, but every connection to it is in use and the wait for one ran out (more
+ * requests than the service can serve): a 503 like an outage, told apart for clients and operators.
+ */
+export class DependencyBusyError extends DependencyUnavailableError {
+  override name = 'DependencyBusyError';
+  override message = `${this.dependency} is busy`;
+}

@@ -107,6 +107,7 @@ export async function buildApp(
   const services = createServices(config, {
     db: app.db,
     schema: app.schemaState,
+    postgresAnswers: app.postgresAnswers,
     redis: app.redis,
     mailQueue: app.mailQueue,
     queueRedis: app.mailQueueRedis,

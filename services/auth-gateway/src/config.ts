@@ -84,7 +84,7 @@ export const GatewayConfigSchema = Type.Object({
     poolSize: Int(
       'DATABASE_POOL_SIZE',
       10,
-      "Postgres connections one gateway process opens at most (at most 1,000). Every gateway's, the migrations' and your other clients' together must stay under the server's `max_connections`.",
+      "Postgres connections one gateway process opens at most for its requests (at most 1,000), and one more for its readiness probe. Every gateway's, the migrations' and your other clients' together must stay under the server's `max_connections`.",
       { maximum: 1000 },
     ),
     statementTimeout: Int(

@@ -92,6 +92,11 @@ export const ERRORS = {
     retryAfter: 5,
     when: 'Postgres or Redis does not answer',
   },
+  SERVER_BUSY: {
+    status: 503,
+    detail: 'This gateway has more requests than it can serve; try again',
+    retryAfter: 5,
+  },
   NOT_READY: {
     status: 503,
     detail: '',

@@ -27,6 +27,8 @@ export interface Clients {
   db: Kysely<Database>;
   /** Whether Postgres has every migration of this code: readiness and the sweeps wait for it. */
   schema: SchemaState;
+  /** Whether Postgres answers, on a connection of its own (readiness). */
+  postgresAnswers: () => Promise<void>;
   redis: RedisClient;
   mailQueue: Queue;
   /** The mail queue's own Redis connection. */
@@ -41,7 +43,7 @@ export type Services = ReturnType<typeof createServices>;
 /** The whole gateway: every service and store, built once from the configuration and the clients. */
 export function createServices(
   config: GatewayConfig,
-  { db, schema, redis, mailQueue, queueRedis, keys, clock, log }: Clients,
+  { db, schema, postgresAnswers, redis, mailQueue, queueRedis, keys, clock, log }: Clients,
 ) {
   const securityLog = createSecurityLog(db, log);
   const policies = { ...config.policies, consentFormVersion: config.policies.consentFormVersion ?? null };
@@ -130,6 +132,6 @@ export function createServices(
       }),
     ],
     securityLog,
-    readiness: readinessChecks(db, [redis, queueRedis], schema),
+    readiness: readinessChecks(postgresAnswers, [redis, queueRedis], schema),
   };
 }

@@ -99,6 +99,55 @@ describe('a statement stuck behind a lock', () => {
   });
 });
 
+describe('a pool whose every connection is in use', () => {
+  it('answers 503 SERVER_BUSY after 3 s, warns once for many, and stays ready: Postgres answers', async () => {
+    const { lines, logStream } = capturedLog();
+    const small = await startGateway({ DATABASE_POOL_SIZE: '1', LOG_LEVEL: 'warn' }, { logStream });
+    const operator = new pg.Client({ connectionString: small.config.database.url });
+    await operator.connect();
+    try {
+      const { accessToken } = await signIn(small.app, 'crowded@example.com');
+      await operator.query('begin');
+      await operator.query('lock table sessions in access exclusive mode');
+      // The pool's only connection waits for the lock; the requests after it wait for the connection.
+      const stuck = small.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
+      await vi.waitFor(async () => {
+        const { rows } = await operator.query(
+          "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+        );
+        expect(rows).toHaveLength(1);
+      });
+
+      const answers = await Promise.all(
+        [1, 2].map(() => small.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) })),
+      );
+      for (const busy of answers) {
+        expect(busy.statusCode).toBe(503);
+        expect(body(busy).errors).toEqual([
+          'Service unavailable',
+          'This gateway has more requests than it can serve; try again',
+        ]);
+        expect(busy.headers['tessera-error-code']).toBe('SERVER_BUSY');
+        expect(busy.headers['retry-after']).toBe('5');
+      }
+      const warnings = lines.filter(({ msg }) => String(msg).startsWith('postgres pool exhausted'));
+      expect(warnings).toEqual([expect.objectContaining({ refused: 1, poolSize: 1 })]);
+      expect(lines.filter(({ msg }) => msg === 'postgres unavailable')).toEqual([]);
+
+      const ready = await small.app.inject({ method: 'GET', url: '/health/ready' });
+      expect(body(ready)).toMatchObject({ statusCode: 200, data: { postgres: 'up', redis: 'up' } });
+
+      await operator.query('rollback');
+      expect((await stuck).statusCode).toBe(200);
+      const served = await small.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+      expect(served.statusCode).toBe(200);
+    } finally {
+      await operator.end();
+      await small.close();
+    }
+  });
+});
+
 describe('when Redis goes away', () => {
   it('is not ready, answers 503 instead of hanging, and recovers when Redis is back', async () => {
     const { redis } = gateway.app;

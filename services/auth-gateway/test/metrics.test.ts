@@ -119,6 +119,15 @@ describe('GET /metrics', () => {
     expect(text).not.toContain(sessionId);
   });
 
+  it('shows the Postgres pool: connections in use and idle, and requests waiting for one', async () => {
+    const { accessToken } = await signIn(gateway.app, 'pool-gauge@example.com');
+    await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
+    const text = await scrape();
+    expect(value(text, 'tessera_db_pool_connections{state="idle"}')).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^tessera_db_pool_connections\{state="used"\} 0$/m);
+    expect(text).toMatch(/^tessera_db_pool_connections\{state="waited_for"\} 0$/m);
+  });
+
   it('counts the email jobs waiting in the queue it fills, which no mailer empties here', async () => {
     const before = value(await scrape(), 'tessera_email_queue_jobs{state="waiting"}');
     const sent = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'queued@example.com' });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { DependencyUnavailableError } from '@tessera/contracts';
+import { DependencyBusyError, DependencyUnavailableError } from '@tessera/contracts';
+import { meter } from '@tessera/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
@@ -12,6 +13,8 @@ declare module 'fastify' {
     db: Kysely<Database>;
     /** Whether Postgres has every migration of this code. */
     schemaState: SchemaState;
+    /** Whether Postgres answers, on a connection of its own: a busy pool is no outage. */
+    postgresAnswers: () => Promise<void>;
   }
 }
 
@@ -75,17 +78,28 @@ function preparingConnection(client: pg.PoolClient, schemaKnownCurrent: () => bo
   };
 }
 
+// pg-pool's error when a request waited connectionTimeoutMillis for a connection of a full pool.
+const POOL_WAIT_TIMEOUT = /^timeout exceeded when trying to connect$/;
+
 /**
- * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError.
- * Every statement is a named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
+ * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError:
+ * DependencyBusyError when every connection stayed in use, held by requests, for the whole wait
+ * (more requests than the pool serves, or statements that do not finish). Every statement is a
+ * named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
  */
-function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): PostgresPool {
+function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean, onBusy: () => void): PostgresPool {
   const connections = new WeakMap<pg.PoolClient, Connection>();
+  let inUse = 0;
   return {
     async connect() {
       const client = await pool.connect().catch((error: unknown) => {
+        if (inUse >= (pool.options.max ?? 10) && POOL_WAIT_TIMEOUT.test((error as Error).message)) {
+          onBusy();
+          throw new DependencyBusyError('postgres', { cause: error });
+        }
         throw new DependencyUnavailableError('postgres', { cause: error });
       });
+      inUse++;
       let connection = connections.get(client);
       if (connection === undefined) {
         connection = preparingConnection(client, schemaKnownCurrent);
@@ -95,7 +109,14 @@ function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean): Post
         // with it (a 503), and the pool drops the client on release.
         client.on('error', () => {});
       }
-      return connection;
+      const { query, release } = connection;
+      return {
+        query,
+        release: (destroy?: boolean) => {
+          inUse--;
+          release(destroy);
+        },
+      };
     },
     end: () => pool.end(),
     options: pool.options,
@@ -172,6 +193,63 @@ async function warnIfNotVacuumed(db: Kysely<Database>, log: FastifyBaseLogger): 
   }
 }
 
+const poolConnections = meter.createObservableGauge('tessera.db.pool.connections', {
+  description:
+    "The Postgres pool's connections in use and idle, and the requests waiting for one (waited_for)",
+});
+
+/**
+ * One warning every 10 s at most while requests find the pool exhausted, with how many did since the
+ * last (each is a 503 SERVER_BUSY, counted in tessera_errors_total): a line each would add to the load.
+ */
+function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
+  let refused = 0;
+  let lastLine = Number.NEGATIVE_INFINITY;
+  return () => {
+    refused++;
+    if (performance.now() - lastLine < 10_000) return;
+    log.warn(
+      { refused, poolSize },
+      'postgres pool exhausted: every connection stayed in use for 3 s; answered 503 SERVER_BUSY',
+    );
+    refused = 0;
+    lastLine = performance.now();
+  };
+}
+
+/**
+ * `select 1` on a connection of the probe's own, made at the first check and again after a failure:
+ * readiness tells whether Postgres answers, not whether the pool has a connection free (under load
+ * it has none, and a pod taken out of service for that moves its load onto the others).
+ */
+function ownConnectionProbe(options: pg.ClientConfig) {
+  let connected: Promise<pg.Client> | undefined;
+  function connect(): Promise<pg.Client> {
+    const client = new pg.Client(options);
+    const ready = client.connect().then(() => client);
+    client.on('error', () => drop(ready));
+    return ready;
+  }
+  /** Ends a connection (the current one unless told), within a second: a hung server never answers. */
+  function drop(which = connected): Promise<unknown> {
+    if (which === connected) connected = undefined;
+    const ended = which?.then((client) => client.end()).catch(() => {});
+    return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  }
+  return {
+    async check(): Promise<void> {
+      const current = (connected ??= connect());
+      try {
+        await (await current).query('select 1');
+      } catch (error) {
+        void drop(current);
+        throw new DependencyUnavailableError('postgres', { cause: error });
+      }
+    },
+    close: () => drop(),
+  };
+}
+
 /**
  * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
  * lacks a migration, or tables Postgres would not vacuum, warn: the gateway runs), closed on shutdown.
@@ -200,15 +278,31 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
         'idle Postgres client lost',
       ),
     );
+    const busy = busyWarning(app.log, poolSize);
     const db: Kysely<Database> = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent()) }),
+      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent(), busy) }),
       plugins: [new CamelCasePlugin()],
     });
     const schema = schemaState(db);
+    const probe = ownConnectionProbe({
+      connectionString: url,
+      connectionTimeoutMillis: 3000,
+      query_timeout: 3000,
+      ...timeouts,
+    });
     app.decorate('db', db);
     app.decorate('schemaState', schema);
+    app.decorate('postgresAnswers', probe.check);
+    const observe: Parameters<typeof poolConnections.addCallback>[0] = (result) => {
+      result.observe(pool.totalCount - pool.idleCount, { state: 'used' });
+      result.observe(pool.idleCount, { state: 'idle' });
+      result.observe(pool.waitingCount, { state: 'waited_for' });
+    };
+    poolConnections.addCallback(observe);
     // The pool, not Kysely: a request still running meets a closed pool, an outage like any other.
     app.addHook('onClose', async () => {
+      poolConnections.removeCallback(observe);
+      await probe.close();
       if (!pool.ended) await pool.end();
     });
     await checkTimeouts(db, timeouts, app.log);

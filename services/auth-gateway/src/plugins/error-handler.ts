@@ -1,7 +1,7 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AppEnv } from '@tessera/config';
-import { DependencyUnavailableError, failure, statusMessage } from '@tessera/contracts';
+import { DependencyBusyError, DependencyUnavailableError, failure, statusMessage } from '@tessera/contracts';
 import { meter } from '@tessera/telemetry';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -54,6 +54,8 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
     const known = new GatewayError(code);
     return known.statusCode === status ? known : Object.assign(known, { statusCode: status });
   }
+  // No line each: the pool says it once (db.ts), and tessera_errors_total counts them.
+  if (error instanceof DependencyBusyError) return new GatewayError('SERVER_BUSY');
   if (error instanceof DependencyUnavailableError) {
     // One short line: an outage fails every request that meets it, and its connection's own
     // warning already tells the outage (a stack each would be ~3 KB of log per request).
