@@ -131,11 +131,14 @@ describe('loadConfig', () => {
 
   it("refuses in production the development OTP secret and mail job key, which Tessera's source publishes", () => {
     const production = { APP_ENV: 'production', JWT_PRIVATE_KEY_FILE: '/k', MAIL_JOB_KEY };
-    expect(() =>
-      loadConfig({ ...production, OTP_SECRET: 'tessera-development-otp-secret-not-for-production' }),
-    ).toThrowError(
-      "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
-    );
+    // As it is, and as a secret file holds it, with a trailing newline.
+    for (const OTP_SECRET of [
+      'tessera-development-otp-secret-not-for-production',
+      'tessera-development-otp-secret-not-for-production\n',
+    ])
+      expect(() => loadConfig({ ...production, OTP_SECRET })).toThrowError(
+        "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
+      );
     expect(() =>
       loadConfig({
         ...production,

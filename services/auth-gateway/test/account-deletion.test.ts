@@ -1,6 +1,7 @@
 import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
+  DependencyUnavailableError,
   deletionCancelledJobId,
   deletionScheduledJobId,
   EMAIL_BACKOFF,
@@ -578,6 +579,31 @@ describe('finalization', () => {
     expect(await sweep.finalizeDue(10)).toEqual([ida.user._id]);
     expect(interleaved).toBe(true);
     expect((await me(app, ida.accessToken)).statusCode).toBe(401);
+    // /me reads the account too; the routes that read only the key must refuse the token as well.
+    expect(await store.holder(sidOf(ida.accessToken))).toBeNull();
+    expect(
+      (await app.inject({ url: '/api/v1/auth/sessions', headers: bearer(ida.accessToken) })).statusCode,
+    ).toBe(401);
+  });
+
+  it('finalizes nothing while Redis refuses the session keys, and all at the next run', async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const jo = await signIn(app, 'jo@example.com');
+    expect((await requestDeletion(app, jo.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+
+    const store = createActiveSessionStore(app.redis);
+    const refusing = sweeper(app, clock, {
+      ...store,
+      remove: () => Promise.reject(new DependencyUnavailableError('redis')),
+    });
+    await expect(refusing.finalizeDue(10)).rejects.toThrow(DependencyUnavailableError);
+    expect((await userRow(app, jo.user._id)).accountDeletionStatus).toBe('scheduled');
+    expect((await me(app, jo.accessToken)).statusCode).toBe(200);
+
+    expect(await sweeper(app, clock).finalizeDue(10)).toEqual([jo.user._id]);
+    expect(await store.holder(sidOf(jo.accessToken))).toBeNull();
   });
 
   it('takes nothing more from a token that outlived the erasure: no profile change, no trace of a logout', async () => {

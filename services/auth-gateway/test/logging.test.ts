@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { DependencyUnavailableError } from '@tessera/contracts';
 import { mentionsCode } from '@tessera/testing';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
@@ -70,6 +71,20 @@ describe('logs', () => {
       await redis.del(metaKey);
       await redis.quit();
     }
+  });
+
+  it('leave out the Redis command of a failure an outage wraps, whose arguments may hold an address', () => {
+    lines.length = 0;
+    const refused = Object.assign(new Error('NOPERM'), {
+      command: { name: 'evalsha', args: ['ana@example.com'] },
+    });
+    gateway.app.log.warn(
+      { err: new DependencyUnavailableError('redis', { cause: refused }) },
+      'redis unavailable',
+    );
+    const output = lines.join('');
+    expect(output).toContain('NOPERM');
+    expect(output).not.toContain('ana@example.com');
   });
 
   it('at info, one line per request: method, path without the query, status and time', async () => {

@@ -227,6 +227,87 @@ function sessionsWith(activeSessions: ReturnType<typeof createActiveSessionStore
   });
 }
 
+describe('a session past REFRESH_TOKEN_TTL since its sign-in', () => {
+  const ownClock = manualClock();
+  let own: TestGateway;
+  beforeAll(async () => {
+    own = await startGateway({ REFRESH_TOKEN_TTL: '600' }, { clock: ownClock });
+  });
+  afterAll(() => own.close());
+  const refresh = async (refreshToken: string) => {
+    const answer = await post(own.app, '/api/v1/auth/refresh-token', { refreshToken });
+    expect(answer.statusCode).toBe(200);
+    return body(answer).data as { accessToken: string; refreshToken: string };
+  };
+
+  it('lives on while refreshed: listed, and ended by logout', async () => {
+    const signedIn = await signIn(own.app, 'kept@example.com');
+    ownClock.advance(400);
+    const second = await refresh(signedIn.refreshToken);
+    ownClock.advance(400);
+    const third = await refresh(second.refreshToken);
+
+    const listed = await own.app.inject({ url: SESSIONS, headers: bearer(third.accessToken) });
+    expect(body(listed).data.pagination.totalItems).toBe(1);
+    expect(body(await post(own.app, LOGOUT, {}, bearer(third.accessToken))).data).toEqual({
+      revokedSessions: 1,
+    });
+    expect(
+      (await post(own.app, '/api/v1/auth/refresh-token', { refreshToken: third.refreshToken })).statusCode,
+    ).toBe(401);
+  });
+
+  it('expired without a refresh: its token answers 409 to revoke-token, and its id 409 to DELETE', async () => {
+    const old = await signIn(own.app, 'lapsed@example.com');
+    ownClock.advance(601);
+    const current = await signIn(own.app, 'lapsed@example.com');
+    const revoke = await post(
+      own.app,
+      REVOKE,
+      { refreshToken: old.refreshToken },
+      bearer(current.accessToken),
+    );
+    expect(revoke.statusCode).toBe(409);
+    const end = await own.app.inject({
+      method: 'DELETE',
+      url: `${SESSIONS}/${sidOf(old.accessToken)}`,
+      headers: bearer(current.accessToken),
+    });
+    expect(end.statusCode).toBe(409);
+  });
+});
+
+describe('a refresh of a revoked session', () => {
+  it('neither extends the session nor stores a successor', async () => {
+    const session = await signIn(gateway.app, 'revoked-then@example.com');
+    const sid = sidOf(session.accessToken);
+    expect(
+      (await post(gateway.app, REVOKE, { refreshToken: session.refreshToken }, bearer(session.accessToken)))
+        .statusCode,
+    ).toBe(200);
+    const rowOf = () =>
+      gateway.app.db
+        .selectFrom('sessions')
+        .select('expiresAt')
+        .where('id', '=', sid)
+        .executeTakeFirstOrThrow();
+    const before = await rowOf();
+    clock.advance(60);
+
+    expect(
+      (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: session.refreshToken }))
+        .statusCode,
+    ).toBe(401);
+    expect(await rowOf()).toEqual(before);
+    const tokens = await gateway.app.db
+      .selectFrom('refreshTokens')
+      .select('tokenHash')
+      .where('sessionId', '=', sid)
+      .execute();
+    expect(tokens).toHaveLength(1);
+  });
+});
+
 describe('a refresh racing a logout', () => {
   it('does not bring back the session the logout ended after the refresh had rotated its token', async () => {
     const { refreshToken, accessToken } = await signIn(gateway.app, 'zoe@example.com');
@@ -351,6 +432,14 @@ describe('GET /api/v1/auth/sessions', () => {
       userAgent: 'device-24',
       current: true,
     });
+  });
+
+  it('keeps the first 512 characters of a User-Agent', async () => {
+    const long = await signIn(gateway.app, 'long-agent@example.com', {
+      'user-agent': `Agent/${'x'.repeat(2000)}`,
+    });
+    const [session] = body(await list(long.accessToken)).data.list;
+    expect(session.userAgent).toBe(`Agent/${'x'.repeat(506)}`);
   });
 
   it('defaults to page 1 with 10 items', async () => {

@@ -13,7 +13,7 @@ import type { OtpStore } from './otp.store.ts';
 import type { EnqueueOtpEmail } from './otp-email.queue.ts';
 
 /** A uniformly random 4-digit code from the CSPRNG, leading zeros kept. */
-function generateCode(): string {
+export function generateCode(): string {
   return randomInt(0, 10_000).toString().padStart(4, '0');
 }
 

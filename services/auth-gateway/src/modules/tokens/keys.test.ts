@@ -54,6 +54,12 @@ describe('signingKeyFromPem', () => {
     });
     expect(() => signingKeyFromPem(rsa.toString())).toThrow(/Unsupported signing key type rsa/);
   });
+
+  it('gives each P-256 key a kid of its own', () => {
+    const [a, b] = [1, 2].map(() => signingKeyFromPem(generateSigningKeyPem('ES256')));
+    expect(a?.alg).toBe('ES256');
+    expect(a?.kid).not.toBe(b?.kid);
+  });
 });
 
 describe('verificationKeyFromPem', () => {
