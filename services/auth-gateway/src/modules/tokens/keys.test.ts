@@ -1,5 +1,5 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -26,6 +26,9 @@ describe('development signing key', () => {
     expect(await readFile(file, 'utf8')).toBe(pems[0]);
     expect(await readKeyFile(file, true)).toBe(pems[0]);
     expect(signingKeyFromPem(pems[0] ?? '').alg).toBe('EdDSA');
+    // Readable by its owner alone, in a folder only its owner may list.
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(file))).mode & 0o777).toBe(0o700);
   });
 
   it('is never generated where creation is not allowed (production)', async () => {
