@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 
 // Metrics are pulled, never pushed: every process serves its own at /metrics in Prometheus text.
@@ -10,7 +11,10 @@ const prometheus = new PrometheusExporter({
   withoutScopeInfo: true,
   withoutTargetInfo: true,
 });
-metrics.setGlobalMeterProvider(new MeterProvider({ readers: [prometheus] }));
+const provider = new MeterProvider({ readers: [prometheus] });
+metrics.setGlobalMeterProvider(provider);
+// The process's own: event-loop delay and utilization, V8's heap and its garbage collections.
+new RuntimeNodeInstrumentation().setMeterProvider(provider);
 
 /** Tessera's meter; instruments made from it appear at /metrics. */
 export const meter = metrics.getMeter('tessera');

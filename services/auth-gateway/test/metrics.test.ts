@@ -119,6 +119,14 @@ describe('GET /metrics', () => {
     expect(text).not.toContain(sessionId);
   });
 
+  it("shows the process's own: event-loop delay and utilization, V8's heap and its collections", async () => {
+    const text = await scrape();
+    expect(value(text, 'nodejs_eventloop_delay_p99')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_utilization \d/m);
+    expect(text).toMatch(/^v8js_memory_heap_used\{v8js_heap_space_name="old_space"\} \d+/m);
+    expect(text).toMatch(/^v8js_gc_duration_count\{/m);
+  });
+
   it('shows the Postgres pool: connections in use and idle, and requests waiting for one', async () => {
     const { accessToken } = await signIn(gateway.app, 'pool-gauge@example.com');
     await gateway.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) });
