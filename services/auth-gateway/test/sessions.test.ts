@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSecurityLog } from '../src/modules/security-events/security-events.ts';
 import { createActiveSessionStore } from '../src/modules/sessions/active-sessions.store.ts';
+import { verifyCaller } from '../src/modules/sessions/authenticate.ts';
 import { createSessions } from '../src/modules/sessions/sessions.ts';
 import { signingKeyFromPem } from '../src/modules/tokens/keys.ts';
 import { successorSealer } from '../src/modules/tokens/refresh-token.ts';
@@ -548,6 +549,40 @@ describe('a session key an earlier gateway wrote', () => {
       await inspector.set(endedKey, '1', 'EX', 600);
       expect((await list(ended.accessToken)).statusCode).toBe(401);
       expect(await inspector.exists(endedKey)).toBe(0);
+    } finally {
+      inspector.disconnect();
+    }
+  });
+
+  it('stays deleted when a logout ends its session while authentication gives it its user', async () => {
+    const session = await signIn(gateway.app, 'overtaken@example.com');
+    const key = `${gateway.config.redis.keyPrefix}session:${sidOf(session.accessToken)}`;
+    const inspector = new Redis(gateway.config.redis.url);
+    try {
+      await inspector.set(key, '1', 'EX', 600);
+      const { jwt } = gateway.config;
+      const tokens = createTokenService({
+        signingKey: signingKeyFromPem(jwt.privateKey ?? ''),
+        issuer: jwt.issuer,
+        audience: jwt.audience,
+        accessTokenTtl: jwt.accessTokenTtl,
+        clock,
+      });
+      const store = createActiveSessionStore(gateway.app.redis);
+      // Postgres has said the session is open; the logout ends it before the key is written.
+      const verify = verifyCaller(
+        tokens,
+        {
+          ...store,
+          async assign(...args) {
+            expect((await post(gateway.app, LOGOUT, {}, bearer(session.accessToken))).statusCode).toBe(200);
+            return store.assign(...args);
+          },
+        },
+        { db: gateway.app.db, clock },
+      );
+      await expect(verify(session.accessToken)).rejects.toMatchObject({ code: 'SESSION_ENDED' });
+      expect(await inspector.exists(key)).toBe(0);
     } finally {
       inspector.disconnect();
     }
