@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { chown, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -149,6 +149,10 @@ export interface PrivatePostgres {
   /** `immediate` is a crash (no checkpoint); `fast` a clean stop that ends the connections. */
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
   start(): Promise<void>;
+  /** Freezes the server and its backends (SIGSTOP): connections stay open and nothing answers. */
+  pause(): Promise<void>;
+  /** Lets a paused server run on (SIGCONT). */
+  resume(): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -188,11 +192,24 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async stop(mode = 'fast') {
       await pgTool('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']).catch(() => {});
     },
+    pause: () => signalAll('SIGSTOP'),
+    resume: () => signalAll('SIGCONT'),
     async remove() {
+      await server.resume();
       await server.stop('immediate');
       await rm(dir, { recursive: true, force: true });
     },
   };
+  /** The postmaster's first line of postmaster.pid, and every process it started. */
+  async function signalAll(signal: NodeJS.Signals) {
+    const postmaster = Number(
+      (await readFile(path.join(data, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0],
+    );
+    if (!postmaster) return;
+    const { stdout } = await run('pgrep', ['-P', String(postmaster)]).catch(() => ({ stdout: '' }));
+    for (const pid of [postmaster, ...stdout.split('\n').filter(Boolean).map(Number)])
+      process.kill(pid, signal);
+  }
   await server.start();
   return server;
 }

@@ -33,7 +33,7 @@ describe('health', () => {
 });
 
 describe('Postgres connections', () => {
-  it('are at most DATABASE_POOL_SIZE, however many requests come at once, and end a transaction left idle', async () => {
+  it("are at most DATABASE_POOL_SIZE and the probe's, however many requests come at once, and end a transaction left idle", async () => {
     const small = await startGateway({ DATABASE_POOL_SIZE: '2' });
     const admin = new pg.Client({ connectionString: small.config.database.url });
     await admin.connect();
@@ -58,8 +58,9 @@ describe('Postgres connections', () => {
         post(small.app, '/api/v1/auth/verify-otp-email', { email: `pool-${i}@example.com`, code: '0000' }),
       );
       await Promise.all([...sendCodes, ...listings, ...verifies, watching]);
-      expect(most).toBeGreaterThan(0);
-      expect(most).toBeLessThanOrEqual(2);
+      expect(most).toBeGreaterThan(1);
+      // The pool's, and the readiness probe's own.
+      expect(most).toBeLessThanOrEqual(2 + 1);
       const setting = await small.app.db.executeQuery(
         sql`show idle_in_transaction_session_timeout`.compile(small.app.db),
       );
@@ -112,6 +113,8 @@ describe('a pool whose every connection is in use', () => {
       // The pool's only connection waits for the lock; the requests after it wait for the connection.
       const stuck = small.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
       await vi.waitFor(async () => {
+        // In a transaction Postgres shows one snapshot of its activity until told to take another.
+        await operator.query('select pg_stat_clear_snapshot()');
         const { rows } = await operator.query(
           "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
         );

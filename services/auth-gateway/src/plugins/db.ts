@@ -83,20 +83,22 @@ const POOL_WAIT_TIMEOUT = /^timeout exceeded when trying to connect$/;
 
 /**
  * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError:
- * DependencyBusyError when every connection stayed in use, held by requests, for the whole wait
- * (more requests than the pool serves, or statements that do not finish). Every statement is a
- * named (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
+ * DependencyBusyError when every connection stayed in use, held by requests, for the whole wait and
+ * `busy` says Postgres answers (more requests than the pool serves). Every statement is a named
+ * (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
  */
-function classifyingPool(pool: pg.Pool, schemaKnownCurrent: () => boolean, onBusy: () => void): PostgresPool {
+function classifyingPool(
+  pool: pg.Pool,
+  schemaKnownCurrent: () => boolean,
+  busy: () => boolean,
+): PostgresPool {
   const connections = new WeakMap<pg.PoolClient, Connection>();
   let inUse = 0;
   return {
     async connect() {
       const client = await pool.connect().catch((error: unknown) => {
-        if (inUse >= (pool.options.max ?? 10) && POOL_WAIT_TIMEOUT.test((error as Error).message)) {
-          onBusy();
-          throw new DependencyBusyError('postgres', { cause: error });
-        }
+        const full = inUse >= (pool.options.max ?? 10) && POOL_WAIT_TIMEOUT.test((error as Error).message);
+        if (full && busy()) throw new DependencyBusyError('postgres', { cause: error });
         throw new DependencyUnavailableError('postgres', { cause: error });
       });
       inUse++;
@@ -199,31 +201,46 @@ const poolConnections = meter.createObservableGauge('tessera.db.pool.connections
 });
 
 /**
- * One warning every 10 s at most while requests find the pool exhausted, with how many did since the
- * last (each is a 503 SERVER_BUSY, counted in tessera_errors_total): a line each would add to the load.
+ * One warning when waits for a connection first run out with every connection in use, then every
+ * 10 s one with how many did meanwhile, while they go on (each request's is a 503 SERVER_BUSY,
+ * counted in tessera_errors_total): a line each would add to the load that causes them.
  */
 function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
-  let refused = 0;
-  let lastLine = Number.NEGATIVE_INFINITY;
-  return () => {
-    refused++;
-    if (performance.now() - lastLine < 10_000) return;
+  let meanwhile = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const warn = (refused: number) =>
     log.warn(
       { refused, poolSize },
-      'postgres pool exhausted: every connection stayed in use for 3 s; answered 503 SERVER_BUSY',
+      'postgres pool exhausted: waits for a connection ran out after 3 s with every connection in use',
     );
-    refused = 0;
-    lastLine = performance.now();
+  const flush = () => {
+    timer = undefined;
+    if (meanwhile === 0) return;
+    warn(meanwhile);
+    meanwhile = 0;
+    timer = setTimeout(flush, 10_000).unref();
+  };
+  return () => {
+    if (timer) {
+      meanwhile++;
+      return;
+    }
+    warn(1);
+    timer = setTimeout(flush, 10_000).unref();
   };
 }
 
 /**
- * `select 1` on a connection of the probe's own, made at the first check and again after a failure:
- * readiness tells whether Postgres answers, not whether the pool has a connection free (under load
- * it has none, and a pod taken out of service for that moves its load onto the others).
+ * Whether Postgres answers `select 1`, asked on a connection of the probe's own (made at the first
+ * question, at start, and again after a failure), one question at a time. Readiness asks it, not the pool: a
+ * loaded gateway has no connection free, and taking it out of service would move its load onto the
+ * others. The pool asks it too when every connection stayed in use, since a Postgres that hangs
+ * holds them as well as a busy one does.
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
+  let asking: Promise<void> | undefined;
+  let answered = true;
   function connect(): Promise<pg.Client> {
     const client = new pg.Client(options);
     const ready = client.connect().then(() => client);
@@ -236,15 +253,31 @@ function ownConnectionProbe(options: pg.ClientConfig) {
     const ended = which?.then((client) => client.end()).catch(() => {});
     return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   }
+  async function ask(): Promise<void> {
+    connected ??= connect();
+    const current = connected;
+    try {
+      await (await current).query('select 1');
+      answered = true;
+    } catch (error) {
+      answered = false;
+      void drop(current);
+      throw new DependencyUnavailableError('postgres', { cause: error });
+    } finally {
+      asking = undefined;
+    }
+  }
+  /** Asks, or waits for the answer to the question already asked. */
+  function check(): Promise<void> {
+    asking ??= ask();
+    return asking;
+  }
   return {
-    async check(): Promise<void> {
-      const current = (connected ??= connect());
-      try {
-        await (await current).query('select 1');
-      } catch (error) {
-        void drop(current);
-        throw new DependencyUnavailableError('postgres', { cause: error });
-      }
+    check,
+    /** The last answer (yes before the first), and asks again meanwhile. */
+    answered(): boolean {
+      check().catch(() => {});
+      return answered;
     },
     close: () => drop(),
   };
@@ -278,18 +311,24 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
         'idle Postgres client lost',
       ),
     );
-    const busy = busyWarning(app.log, poolSize);
-    const db: Kysely<Database> = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent(), busy) }),
-      plugins: [new CamelCasePlugin()],
-    });
-    const schema = schemaState(db);
     const probe = ownConnectionProbe({
       connectionString: url,
       connectionTimeoutMillis: 3000,
       query_timeout: 3000,
       ...timeouts,
     });
+    const warnBusy = busyWarning(app.log, poolSize);
+    // Busy while Postgres answers; an outage like any other when it does not (its probe's answer).
+    const busy = () => {
+      if (!probe.answered()) return false;
+      warnBusy();
+      return true;
+    };
+    const db: Kysely<Database> = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent(), busy) }),
+      plugins: [new CamelCasePlugin()],
+    });
+    const schema = schemaState(db);
     app.decorate('db', db);
     app.decorate('schemaState', schema);
     app.decorate('postgresAnswers', probe.check);
@@ -308,6 +347,8 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
     await checkTimeouts(db, timeouts, app.log);
     await warnIfSchemaBehind(db, app.log);
     await warnIfNotVacuumed(db, app.log);
+    // Its connection made now, so that no probe waits for it (its timeout may be a second).
+    await probe.check().catch(() => {});
   },
   { name: 'db' },
 );

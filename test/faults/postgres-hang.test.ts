@@ -1,0 +1,74 @@
+import { migrateToLatest } from '@tessera/infra';
+import {
+  createDatabase,
+  createTestRedis,
+  type PrivatePostgres,
+  type SmtpSink,
+  startPrivatePostgres,
+  startSmtpSink,
+  type TestRedis,
+} from '@tessera/testing';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTessera, type Tessera } from './tessera.ts';
+
+// Postgres hung (SIGSTOP: connections open, nothing answers, as a frozen host or a partition) while
+// requests hold every pooled connection: an outage, not a busy gateway. The requests after them
+// answer 503 DEPENDENCY_UNAVAILABLE once the readiness probe's own connection has found Postgres
+// silent, readiness fails, and all is served again once Postgres answers.
+
+let postgres: PrivatePostgres;
+let redis: TestRedis;
+let sink: SmtpSink;
+let tessera: Tessera;
+
+beforeAll(async () => {
+  [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
+  const databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
+  await migrateToLatest(databaseUrl);
+  redis = createTestRedis();
+  tessera = await startTessera(
+    { databaseUrl, redisUrl: redis.url, keyPrefix: redis.keyPrefix, bullmqPrefix: redis.bullmqPrefix, sink },
+    { DATABASE_POOL_SIZE: '2' },
+  );
+  tessera.startMailer();
+});
+
+afterAll(async () => {
+  await postgres?.resume();
+  await tessera?.stop();
+  await Promise.all([postgres?.remove(), redis?.flush(), sink?.close()]);
+});
+
+it('is an outage, not a busy pool, and is served again once Postgres answers', {
+  timeout: 60_000,
+}, async () => {
+  const email = 'frozen@example.com';
+  const code = await tessera.codeByEmail(email);
+  const { json } = await tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code });
+  const { accessToken } = json.data;
+  const me = () => tessera.call('GET', '/api/v1/users/me', undefined, accessToken);
+  expect((await me()).status).toBe(200);
+
+  await postgres.pause();
+  let held: Promise<unknown>[] = [];
+  try {
+    // Two requests take the pool's two connections; their statements get no answer.
+    held = [me(), me()].map((answer) => answer.catch((error: unknown) => error));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The first wait for a connection may still be taken for a busy pool: the probe needs its 3 s.
+    const codes: (string | null)[] = [];
+    for (let i = 0; i < 3 && codes.at(-1) !== 'DEPENDENCY_UNAVAILABLE'; i++) {
+      const answer = await me();
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('retry-after')).toBe('5');
+      codes.push(answer.headers.get('tessera-error-code'));
+    }
+    expect(codes.at(-1)).toBe('DEPENDENCY_UNAVAILABLE');
+    expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
+  } finally {
+    await postgres.resume();
+    await Promise.all(held);
+  }
+  await tessera.readyAgain();
+  expect((await me()).status).toBe(200);
+});
