@@ -241,6 +241,7 @@ function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
   let asking: Promise<void> | undefined;
   let answered = true;
+  let askedAt = Number.NEGATIVE_INFINITY;
   function connect(): Promise<pg.Client> {
     const client = new pg.Client(options);
     const ready = client.connect().then(() => client);
@@ -254,6 +255,7 @@ function ownConnectionProbe(options: pg.ClientConfig) {
     return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   }
   async function ask(): Promise<void> {
+    askedAt = performance.now();
     connected ??= connect();
     const current = connected;
     try {
@@ -274,9 +276,9 @@ function ownConnectionProbe(options: pg.ClientConfig) {
   }
   return {
     check,
-    /** The last answer (yes before the first), and asks again meanwhile. */
+    /** The last answer (yes before the first); asks again if it is over a second old. */
     answered(): boolean {
-      check().catch(() => {});
+      if (performance.now() - askedAt >= 1000) check().catch(() => {});
       return answered;
     },
     close: () => drop(),
