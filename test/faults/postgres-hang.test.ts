@@ -8,22 +8,24 @@ import {
   startSmtpSink,
   type TestRedis,
 } from '@tessera/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { startTessera, type Tessera } from './tessera.ts';
 
 // Postgres hung (SIGSTOP: connections open, nothing answers, as a frozen host or a partition) while
 // requests hold every pooled connection: an outage, not a busy gateway. The requests after them
 // answer 503 DEPENDENCY_UNAVAILABLE once the readiness probe's own connection has found Postgres
-// silent, readiness fails, and all is served again once Postgres answers.
+// silent twice, readiness fails, and all is served again once Postgres answers.
 
 let postgres: PrivatePostgres;
+let databaseUrl: string;
 let redis: TestRedis;
 let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
   [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
-  const databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
+  databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
   await migrateToLatest(databaseUrl);
   redis = createTestRedis();
   tessera = await startTessera(
@@ -49,24 +51,39 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
   const me = () => tessera.call('GET', '/api/v1/users/me', undefined, accessToken);
   expect((await me()).status).toBe(200);
 
+  // Two requests take the pool's two connections, waiting behind a lock; then Postgres freezes.
+  const operator = new pg.Client({ connectionString: databaseUrl });
+  await operator.connect();
+  await operator.query('begin');
+  await operator.query('lock table users in access exclusive mode');
+  const held = [me(), me()].map((answer) => answer.catch((error: unknown) => error));
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  await vi.waitFor(async () => {
+    const { rows } = await watcher.query(
+      "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    );
+    expect(rows).toHaveLength(2);
+  });
+  await watcher.end();
   await postgres.pause();
-  let held: Promise<unknown>[] = [];
   try {
-    // Two requests take the pool's two connections; their statements get no answer.
-    held = [me(), me()].map((answer) => answer.catch((error: unknown) => error));
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    // The first wait for a connection may still be taken for a busy pool: the probe needs its 3 s.
+    // The first wait that runs out is taken for a busy pool: the probe has not yet gone unanswered
+    // twice (3 s each). The next ones find the outage.
     const codes: (string | null)[] = [];
-    for (let i = 0; i < 3 && codes.at(-1) !== 'DEPENDENCY_UNAVAILABLE'; i++) {
+    for (let i = 0; i < 5 && codes.at(-1) !== 'DEPENDENCY_UNAVAILABLE'; i++) {
       const answer = await me();
       expect(answer.status).toBe(503);
       expect(answer.headers.get('retry-after')).toBe('5');
       codes.push(answer.headers.get('tessera-error-code'));
     }
+    expect(codes[0]).toBe('SERVER_BUSY');
     expect(codes.at(-1)).toBe('DEPENDENCY_UNAVAILABLE');
     expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
   } finally {
     await postgres.resume();
+    await operator.query('rollback').catch(() => {});
+    await operator.end();
     await Promise.all(held);
   }
   await tessera.readyAgain();

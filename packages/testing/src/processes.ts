@@ -208,7 +208,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     if (!postmaster) return;
     const { stdout } = await run('pgrep', ['-P', String(postmaster)]).catch(() => ({ stdout: '' }));
     for (const pid of [postmaster, ...stdout.split('\n').filter(Boolean).map(Number)])
-      process.kill(pid, signal);
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // A backend that ended meanwhile.
+      }
   }
   await server.start();
   return server;

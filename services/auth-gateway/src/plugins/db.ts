@@ -240,8 +240,9 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
   let asking: Promise<void> | undefined;
-  let answered = true;
   let askedAt = Number.NEGATIVE_INFINITY;
+  let failuresInARow = 0;
+  let closed = false;
   function connect(): Promise<pg.Client> {
     const client = new pg.Client(options);
     const ready = client.connect().then(() => client);
@@ -256,14 +257,16 @@ function ownConnectionProbe(options: pg.ClientConfig) {
   }
   async function ask(): Promise<void> {
     askedAt = performance.now();
-    connected ??= connect();
-    const current = connected;
+    let current: Promise<pg.Client> | undefined;
     try {
+      if (closed) throw new Error('closed');
+      connected ??= connect();
+      current = connected;
       await (await current).query('select 1');
-      answered = true;
+      failuresInARow = 0;
     } catch (error) {
-      answered = false;
-      void drop(current);
+      failuresInARow++;
+      if (current) void drop(current);
       throw new DependencyUnavailableError('postgres', { cause: error });
     } finally {
       asking = undefined;
@@ -276,12 +279,18 @@ function ownConnectionProbe(options: pg.ClientConfig) {
   }
   return {
     check,
-    /** The last answer (yes before the first); asks again if it is over a second old. */
+    /**
+     * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
+     * the gateway's own event loop stalled past the timeout). Asks again if the last is over a second old.
+     */
     answered(): boolean {
       if (performance.now() - askedAt >= 1000) check().catch(() => {});
-      return answered;
+      return failuresInARow < 2;
     },
-    close: () => drop(),
+    close() {
+      closed = true;
+      return drop();
+    },
   };
 }
 
