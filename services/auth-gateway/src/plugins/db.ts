@@ -232,10 +232,10 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
 
 /**
  * Whether Postgres answers `select 1`, asked on a connection of the probe's own (made at the first
- * question, at start, and again after a failure), one question at a time. Readiness asks it, not the pool: a
- * loaded gateway has no connection free, and taking it out of service would move its load onto the
- * others. The pool asks it too when every connection stayed in use, since a Postgres that hangs
- * holds them as well as a busy one does.
+ * question, at start, and again after a failure), one question at a time. Readiness asks it, not
+ * the pool: a loaded gateway has no connection free, and taking it out of service would move its
+ * load onto the others. The pool asks it too when every connection stayed in use, since a Postgres
+ * that hangs holds them as well as a busy one does.
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
@@ -281,7 +281,7 @@ function ownConnectionProbe(options: pg.ClientConfig) {
     check,
     /**
      * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
-     * the gateway's own event loop stalled past the timeout). Asks again if the last is over a second old.
+     * the gateway's own event loop stalled past the timeout). Asks again if the last is a second old.
      */
     answered(): boolean {
       if (performance.now() - askedAt >= 1000) check().catch(() => {});
