@@ -1,45 +1,24 @@
-import { migrateToLatest } from '@tessera/infra';
-import {
-  createDatabase,
-  createTestRedis,
-  type PrivatePostgres,
-  type SmtpSink,
-  startPrivatePostgres,
-  startSmtpSink,
-  type TestRedis,
-} from '@tessera/testing';
+import type { PrivatePostgres } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { startTessera, type Tessera } from './tessera.ts';
+import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 
 // Postgres hung (SIGSTOP: connections open, nothing answers, as a frozen host or a partition) while
 // requests hold every pooled connection: an outage, not a busy gateway. The requests after them
 // answer 503 DEPENDENCY_UNAVAILABLE once the readiness probe's own connection has found Postgres
 // silent twice, readiness fails, and all is served again once Postgres answers.
 
+let fault: Awaited<ReturnType<typeof startOnPrivatePostgres>>;
 let postgres: PrivatePostgres;
 let databaseUrl: string;
-let redis: TestRedis;
-let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
-  databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
-  await migrateToLatest(databaseUrl);
-  redis = createTestRedis();
-  tessera = await startTessera(
-    { databaseUrl, redisUrl: redis.url, keyPrefix: redis.keyPrefix, bullmqPrefix: redis.bullmqPrefix, sink },
-    { DATABASE_POOL_SIZE: '2' },
-  );
+  fault = await startOnPrivatePostgres({ DATABASE_POOL_SIZE: '2' });
+  ({ postgres, databaseUrl, tessera } = fault);
   tessera.startMailer();
 });
-
-afterAll(async () => {
-  await postgres?.resume();
-  await tessera?.stop();
-  await Promise.all([postgres?.remove(), redis?.flush(), sink?.close()]);
-});
+afterAll(() => fault?.remove());
 
 it('is an outage, not a busy pool, and is served again once Postgres answers', {
   timeout: 60_000,

@@ -1,46 +1,23 @@
-import { migrateToLatest } from '@tessera/infra';
-import {
-  createDatabase,
-  createTestRedis,
-  type PrivatePostgres,
-  type SmtpSink,
-  startPrivatePostgres,
-  startSmtpSink,
-  type TestRedis,
-} from '@tessera/testing';
+import type { PrivatePostgres } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTessera, type Tessera } from './tessera.ts';
+import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 
 // Postgres crashed (immediate stop) and later restarted under sign-ins: while it is away every
 // answer is the enveloped 503 with Retry-After, nothing is half-written, and a code that met the
 // outage still signs in once Postgres is back.
 
+let fault: Awaited<ReturnType<typeof startOnPrivatePostgres>>;
 let postgres: PrivatePostgres;
 let databaseUrl: string;
-let redis: TestRedis;
-let sink: SmtpSink;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
-  databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
-  await migrateToLatest(databaseUrl);
-  redis = createTestRedis();
-  tessera = await startTessera({
-    databaseUrl,
-    redisUrl: redis.url,
-    keyPrefix: redis.keyPrefix,
-    bullmqPrefix: redis.bullmqPrefix,
-    sink,
-  });
+  fault = await startOnPrivatePostgres();
+  ({ postgres, databaseUrl, tessera } = fault);
   tessera.startMailer();
 });
-
-afterAll(async () => {
-  await tessera?.stop();
-  await Promise.all([postgres?.remove(), redis?.flush(), sink?.close()]);
-});
+afterAll(() => fault?.remove());
 
 const signIn = (email: string, code: string) =>
   tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code });

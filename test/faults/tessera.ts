@@ -1,10 +1,14 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { migrateToLatest } from '@tessera/infra';
 import {
+  createDatabase,
   createTestDatabase,
+  createTestRedis,
   jsonClient,
   type ServiceProcess,
   type SmtpSink,
   startGatewayProcess,
+  startPrivatePostgres,
   startPrivateRedis,
   startService,
   startSmtpSink,
@@ -126,4 +130,41 @@ export async function startOnPrivateRedis(redisArgs: string[] = [], env: Record<
       await removeBackends();
     },
   };
+}
+
+/**
+ * Tessera (with `env` besides the defaults) on a Postgres server of the test's own, its database
+ * migrated, with a Redis namespace and an SMTP sink of its own; `remove` stops Tessera and removes
+ * all three.
+ */
+export async function startOnPrivatePostgres(env: Record<string, string> = {}) {
+  const [postgres, sink] = await Promise.all([startPrivatePostgres(), startSmtpSink()]);
+  const redis = createTestRedis();
+  const removeBackends = () => Promise.all([postgres.remove(), redis.flush(), sink.close()]);
+  try {
+    const databaseUrl = await createDatabase(postgres.adminUrl, 'tessera');
+    await migrateToLatest(databaseUrl);
+    const tessera = await startTessera(
+      {
+        databaseUrl,
+        redisUrl: redis.url,
+        keyPrefix: redis.keyPrefix,
+        bullmqPrefix: redis.bullmqPrefix,
+        sink,
+      },
+      env,
+    );
+    return {
+      postgres,
+      databaseUrl,
+      tessera,
+      async remove() {
+        await tessera.stop();
+        await removeBackends();
+      },
+    };
+  } catch (error) {
+    await removeBackends();
+    throw error;
+  }
 }
