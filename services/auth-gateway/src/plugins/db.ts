@@ -56,8 +56,15 @@ const isStalePlan = (error: unknown) =>
 
 type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
 
-/** A pooled client that names its statements and classifies its failures; one per client, kept. */
-function preparingConnection(client: pg.PoolClient, schemaKnownCurrent: () => boolean): Connection {
+/**
+ * A pooled client that names its statements and classifies its failures; one per client, kept (so
+ * Kysely keeps its own connection object for it too). `released` is told each time it goes back.
+ */
+function preparingConnection(
+  client: pg.PoolClient,
+  schemaKnownCurrent: () => boolean,
+  released: () => void,
+): Connection {
   const names = new Set<string>();
   let stale = false;
   return {
@@ -74,7 +81,10 @@ function preparingConnection(client: pg.PoolClient, schemaKnownCurrent: () => bo
         throw classify(error, schemaKnownCurrent);
       });
     }) as never,
-    release: (destroy?: boolean) => client.release(destroy || stale),
+    release: (destroy?: boolean) => {
+      released();
+      client.release(destroy || stale);
+    },
   };
 }
 
@@ -104,21 +114,14 @@ function classifyingPool(
       inUse++;
       let connection = connections.get(client);
       if (connection === undefined) {
-        connection = preparingConnection(client, schemaKnownCurrent);
+        connection = preparingConnection(client, schemaKnownCurrent, () => inUse--);
         connections.set(client, connection);
         // The pool listens for the errors of idle clients only: a connection lost while a statement
         // runs would otherwise be an uncaught error that stops the process. The statement rejects
         // with it (a 503), and the pool drops the client on release.
         client.on('error', () => {});
       }
-      const { query, release } = connection;
-      return {
-        query,
-        release: (destroy?: boolean) => {
-          inUse--;
-          release(destroy);
-        },
-      };
+      return connection;
     },
     end: () => pool.end(),
     options: pool.options,
