@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import { type AppOptions, buildApp } from '../src/app.ts';
 import { type Clock, systemClock } from '../src/clock.ts';
 import { type GatewayConfig, loadConfig } from '../src/config.ts';
@@ -180,6 +181,15 @@ export async function ageRedis(gateway: TestGateway, seconds: number): Promise<v
   } finally {
     await redis.quit();
   }
+}
+
+/**
+ * Lets `seconds` go by since every rotation of a refresh token. The grace window is measured on
+ * Postgres's clock, which a test cannot move, so the rotation times move back instead.
+ */
+export async function ageRotations(gateway: TestGateway, seconds: number): Promise<void> {
+  await sql`update refresh_tokens set rotated_at = rotated_at - make_interval(secs => ${seconds})
+    where rotated_at is not null`.execute(gateway.app.db);
 }
 
 /** A log stream for a gateway (`startGateway`'s `logStream`) and the lines written to it, as objects. */

@@ -4,6 +4,7 @@ import { createDatabase, type PrivatePostgres, startPrivatePostgres } from '@tes
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  ageRotations,
   bearer,
   body,
   capturedLog,
@@ -114,7 +115,7 @@ describe("a gateway role with the README's grants only", () => {
       (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken }))
         .statusCode,
     ).toBe(200);
-    clock.advance(gateway.config.sessions.refreshReuseGrace + 1);
+    await ageRotations(gateway, gateway.config.sessions.refreshReuseGrace + 1);
     expect(
       (await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: first.refreshToken }))
         .statusCode,

@@ -2,7 +2,16 @@ import { generateKeyPairSync } from 'node:crypto';
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  ageRotations,
+  bearer,
+  body,
+  manualClock,
+  post,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 // Metrics are process-wide: this file runs one gateway, and reads counters as differences.
 const clock = manualClock();
@@ -55,7 +64,7 @@ describe('GET /metrics', () => {
     await post(gateway.app, '/api/v1/auth/verify-otp-email', { email: 'metrics@example.com', code });
     const rotated = await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
-    clock.advance(gateway.config.sessions.refreshReuseGrace + 1);
+    await ageRotations(gateway, gateway.config.sessions.refreshReuseGrace + 1);
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken });
     await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken: 'x'.repeat(43) });
     expect(rotated.statusCode).toBe(200);

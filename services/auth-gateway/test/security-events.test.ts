@@ -2,6 +2,7 @@ import { startOperationsServer } from '@tessera/telemetry';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ageRotations,
   bearer,
   body,
   capturedLog,
@@ -99,6 +100,7 @@ describe('the security log', () => {
     const { refreshToken, user, accessToken } = await signIn(gateway.app, 'reuse@example.com');
     expect((await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken })).statusCode).toBe(200);
     clock.advance(gateway.config.sessions.refreshReuseGrace + 1);
+    await ageRotations(gateway, gateway.config.sessions.refreshReuseGrace + 1);
     const reused = await post(gateway.app, '/api/v1/auth/refresh-token', { refreshToken }, device);
     expect(reused.statusCode).toBe(401);
 

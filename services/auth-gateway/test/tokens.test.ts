@@ -10,8 +10,18 @@ import {
 } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
 import { successorSealer } from '../src/modules/tokens/refresh-token.ts';
-import { bearer, body, manualClock, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import {
+  ageRotations,
+  bearer,
+  body,
+  manualClock,
+  post,
+  signIn,
+  startGateway,
+  type TestGateway,
+} from './helpers.ts';
 
 const REFRESH = '/api/v1/auth/refresh-token';
 const SESSIONS = '/api/v1/auth/sessions';
@@ -215,7 +225,7 @@ describe('POST /api/v1/auth/refresh-token', () => {
   it('ends the whole session when a rotated token is reused after the grace window', async () => {
     const first = await signIn(gateway.app, 'ursula@example.com');
     const next = body(await refresh(first.refreshToken)).data;
-    clock.advance(11);
+    await ageRotations(gateway, 11);
     const reuse = await refresh(first.refreshToken);
     expect(reuse.statusCode).toBe(401);
     expect(body(reuse).errors[0]).toBe('Authentication required');
@@ -223,6 +233,32 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect((await refresh(next.refreshToken)).statusCode).toBe(401);
     expect((await listSessions(next.accessToken)).statusCode).toBe(401);
     expect((await listSessions(first.accessToken)).statusCode).toBe(401);
+  });
+
+  it('judges a retry alike on gateways whose clocks differ by more than the grace window', async () => {
+    // A second gateway on the same database and Redis, its clock 20 s ahead of the first's.
+    const ahead = manualClock(new Date(clock.now().getTime() + 20_000));
+    const other = await buildApp(gateway.config, { clock: ahead, checkResponses: true });
+    try {
+      // Rotated on one gateway, retried at once on the other: the same pair, told from its clock.
+      const first = await signIn(gateway.app, 'vera@example.com');
+      const a = body(await refresh(first.refreshToken)).data;
+      const b = await post(other, REFRESH, { refreshToken: first.refreshToken });
+      expect(b.statusCode).toBe(200);
+      expect(body(b).data).toEqual({
+        ...a,
+        expiresIn: a.expiresIn - 20,
+        refreshExpiresIn: a.refreshExpiresIn - 20,
+      });
+      // Rotated on the gateway ahead, retried on the one behind after the window: a reuse.
+      const second = await signIn(other, 'walt@example.com');
+      const c = body(await post(other, REFRESH, { refreshToken: second.refreshToken })).data;
+      await ageRotations(gateway, 11);
+      expect((await refresh(second.refreshToken)).statusCode).toBe(401);
+      expect((await refresh(c.refreshToken)).statusCode).toBe(401);
+    } finally {
+      await other.close();
+    }
   });
 
   it("keeps no successor the database and a session's old token open without the gateway's key", async () => {
@@ -332,7 +368,7 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(rows.find((row) => row.rotatedAt)?.tokenHash.equals(hash(first.refreshToken))).toBe(true);
     expect((await listSessions(successor.accessToken)).statusCode).toBe(200);
 
-    clock.advance(11);
+    await ageRotations(gateway, 11);
     const reuse = await refresh(first.refreshToken);
     expect(reuse.statusCode).toBe(401);
     expect((await listSessions(successor.accessToken)).statusCode).toBe(401);

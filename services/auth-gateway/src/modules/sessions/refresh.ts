@@ -81,15 +81,17 @@ export function refreshSession(context: SessionsContext) {
     if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId };
     // Rotatable, yet the statement did not rotate it: it did not exist in the statement's snapshot.
     if (!token.rotatedAt) return { kind: 'invalid' };
-    // The rotation may have been stamped by another gateway: a difference between their clocks
-    // shortens or lengthens the window by as much (README, Operations: the clocks must agree).
-    const sinceRotation = now.getTime() - token.rotatedAt.getTime();
-    if (token.successorSealed && sinceRotation <= seconds(context.refreshReuseGrace)) {
+    // Measured on Postgres's clock alone, so gateways whose clocks differ judge a retry alike.
+    const sinceRotation = token.secondsSinceRotation ?? Number.POSITIVE_INFINITY;
+    if (token.successorSealed && sinceRotation <= context.refreshReuseGrace) {
       const successor = opened(presented, token.successorSealed);
       // Sealed under another OTP_SECRET (changed within the window): it cannot be given again.
       if (successor === undefined) return { kind: 'invalid' };
+      // The same pair: signed as at the rotation, when the rotating gateway issued the successor.
+      const issuedAt = await repository.findIssuedAt(db, hashRefreshToken(successor));
+      if (!issuedAt) return { kind: 'invalid' };
       const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
-      return { kind: 'again', pair: tokenPair(context, claims, successor, token.rotatedAt, now) };
+      return { kind: 'again', pair: tokenPair(context, claims, successor, issuedAt, now) };
     }
     // Two reuses at once: one ends the session, the other finds it ended.
     if (!(await repository.endSession(db, token.sessionId, now, 'refresh_token_reuse')))

@@ -118,13 +118,26 @@ const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer 
       's.userId',
       's.endedAt as sessionEndedAt',
       'u.roles',
+      // By Postgres's clock, which stamped the rotation: every gateway measures the same.
+      sql<number | null>`extract(epoch from statement_timestamp() - t.rotated_at)::float8`.as(
+        'secondsSinceRotation',
+      ),
     ])
     .where('t.tokenHash', '=', $.tokenHash),
 );
 
-/** A refresh token with its session and user. */
+/** A refresh token with its session and user, and how long ago it was rotated (if it was). */
 export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
   return refreshToken.first(db, { tokenHash });
+}
+
+const issuedAt = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer }) =>
+  db.selectFrom('refreshTokens').select('issuedAt').where('tokenHash', '=', $.tokenHash),
+);
+
+/** When a refresh token was issued, by the clock of the gateway that issued it. */
+export async function findIssuedAt(db: Kysely<Database>, tokenHash: Buffer): Promise<Date | undefined> {
+  return (await issuedAt.first(db, { tokenHash }))?.issuedAt;
 }
 
 interface Rotation {
@@ -141,7 +154,7 @@ const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
     .with('t', (db) =>
       db
         .updateTable('refreshTokens')
-        .set({ rotatedAt: now, successorSealed: $.successorSealed })
+        .set({ rotatedAt: sql<Date>`statement_timestamp()`, successorSealed: $.successorSealed })
         .where('tokenHash', '=', $.tokenHash)
         .where('rotatedAt', 'is', null)
         .where('expiresAt', '>', now)
@@ -177,7 +190,8 @@ const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
 
 /**
  * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
- * statement: marks it rotated with its sealed successor, extends the session, inserts the successor.
+ * statement: marks it rotated (by Postgres's clock, on which the grace window is measured) with its
+ * sealed successor, extends the session, inserts the successor (issued `now`, as its pair).
  * Answers nothing when the token was not rotatable; the caller then looks at why.
  *
  * The token's row is locked first: of parallel refreshes of one token one rotates, the others wait
