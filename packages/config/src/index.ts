@@ -75,7 +75,7 @@ const mailJobKey = Type.Optional(
     'MAIL_JOB_KEY',
     Type.String({
       description:
-        'AES-256-GCM keys that seal the code in queued email jobs: comma-separated `kid:base64` (32 bytes each, `openssl rand -base64 32`); the first seals, all open. Gateway and mailer must share them. Required in production; development uses a fixed key.',
+        'AES-256-GCM keys that seal the code in queued email jobs: comma-separated `kid:base64` (32 bytes each, `openssl rand -base64 32`); the first seals, all open. Gateway and mailer must share them. Required in production, which refuses the development key (fixed, and published in the source).',
     }),
   ),
 );

@@ -77,6 +77,10 @@ describe('loadConfig', () => {
       'PRIVACY_POLICY_VERSION',
       'HOST',
       'CONSOLE_DIR',
+      'JWT_PRIVATE_KEY',
+      'JWT_PRIVATE_KEY_FILE',
+      'JWT_VERIFY_KEYS',
+      'JWT_VERIFY_KEY_FILES',
     ])
       expect(() => loadConfig({ [name]: '' }), name).toThrowError(
         `${name} must NOT have fewer than 1 characters`,

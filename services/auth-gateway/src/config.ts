@@ -25,7 +25,7 @@ const Optional = (name: string, description: string, rules: { minLength?: number
   Type.Optional(variable(name, Type.String({ ...rules, description })));
 
 // An empty value is a mistake there (an unfilled `VAR=` line), not a setting; an empty issuer or
-// audience would check nothing.
+// audience would check nothing, an empty key file would be read as a file named "".
 const NOT_EMPTY = { minLength: 1 };
 
 // Upper bounds, so that no value overflows a date or a timer, or makes a rule meaningless.
@@ -117,20 +117,27 @@ export const GatewayConfigSchema = Type.Object({
     privateKey: Optional(
       'JWT_PRIVATE_KEY',
       'PEM private key (Ed25519 → EdDSA, or P-256 → ES256). Production needs this or the next.',
+      NOT_EMPTY,
     ),
     privateKeyFile: Optional(
       'JWT_PRIVATE_KEY_FILE',
       'File with that PEM key; default `~/.cache/tessera/dev-signing-key.pem`, which development and test create on first start (a file named here must exist).',
+      NOT_EMPTY,
     ),
     verifyKeys: Optional(
       'JWT_VERIFY_KEYS',
       'PEM keys (private or public, several blocks allowed) that still verify tokens and are listed in the JWKS but no longer sign: the previous keys during a rotation.',
+      NOT_EMPTY,
     ),
-    verifyKeyFiles: Optional('JWT_VERIFY_KEY_FILES', 'The same as a comma-separated list of PEM files.'),
+    verifyKeyFiles: Optional(
+      'JWT_VERIFY_KEY_FILES',
+      'The same as a comma-separated list of PEM files.',
+      NOT_EMPTY,
+    ),
     clockTolerance: Int(
       'JWT_CLOCK_TOLERANCE',
       30,
-      "Seconds of clock difference forgiven when checking a token's expiry (at most 300).",
+      "Seconds of clock difference between hosts forgiven when checking a token's expiry and that it was not issued in the future (at most 300).",
       {
         minimum: 0,
         maximum: 300,
@@ -227,7 +234,7 @@ export const GatewayConfigSchema = Type.Object({
       'Seconds (at most a year) after a username change before the next one.',
       { maximum: YEAR },
     ),
-    minAge: Int('MIN_AGE', 13, 'Youngest age, in years, a birth date may give.', {
+    minAge: Int('MIN_AGE', 13, 'Youngest age, in years, a birth date may give (at most 130).', {
       minimum: 0,
       maximum: 130,
     }),
@@ -288,7 +295,7 @@ export const GatewayConfigSchema = Type.Object({
       Type.Boolean({
         default: true,
         description:
-          'Serve the account console (sign-in, profile, sessions, deletion) at `/account/`. Without a build, `/account/` is a 404 saying how to build it.',
+          'Serve the account console (sign-in, profile, sessions, deletion) at `/account/`. Without a build, `/account/` is a 404 saying how to build it; the gateway reads the build at start (restart it after building).',
       }),
     ),
     dir: Optional(

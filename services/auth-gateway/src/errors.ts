@@ -90,7 +90,7 @@ export const ERRORS = {
     status: 503,
     detail: '',
     retryAfter: 5,
-    when: 'Postgres or Redis does not answer',
+    when: 'Postgres or Redis does not answer, or a table or column this gateway needs is not migrated yet',
   },
   SERVER_BUSY: {
     status: 503,
@@ -101,7 +101,7 @@ export const ERRORS = {
     status: 503,
     detail: '',
     retryAfter: 5,
-    when: "the database's schema is behind the gateway's",
+    when: "`/health/ready` only: Postgres or Redis does not answer, or the schema is behind the gateway's (its details say which)",
   },
   SHUTTING_DOWN: { status: 503, detail: 'This instance is shutting down; try again', retryAfter: 5 },
 } as const satisfies Record<string, CatalogEntry>;

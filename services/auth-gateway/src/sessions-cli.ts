@@ -140,6 +140,9 @@ function parse(argv: string[]) {
   const startedBefore = cutoff === undefined ? undefined : new Date(cutoff);
   if (startedBefore && Number.isNaN(startedBefore.getTime()))
     throw new Error(`--started-before: not a time: ${cutoff}`);
+  // A time without its offset would be read in this host's time zone (a date alone in UTC).
+  if (cutoff !== undefined && !/(?:Z|[+-]\d\d:?\d\d)$/i.test(cutoff))
+    throw new Error(`--started-before: give the time with its offset (Z or ±hh:mm): ${cutoff}`);
   return { user: values.user?.trim(), startedBefore, json: values.json };
 }
 

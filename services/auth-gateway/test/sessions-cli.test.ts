@@ -213,6 +213,12 @@ describe('sessions:end, misused', () => {
       code: 2,
       err: expect.stringContaining('--started-before: not a time: yesterday'),
     });
+    // Without its offset, a time would be read in the host's time zone: which sessions end would depend on it.
+    for (const local of ['2026-11-28 10:00', '2026-11-28T10:00:00', '2026-11-28'])
+      expect(await sessionsEnd('--all', '--started-before', local)).toMatchObject({
+        code: 2,
+        err: expect.stringContaining(`give the time with its offset (Z or ±hh:mm): ${local}`),
+      });
   });
 
   it('answers 1 with one line when Postgres cannot be reached', async () => {

@@ -59,7 +59,7 @@ export const MailerConfigSchema = Type.Object({
         maximum: 100,
         default: 10,
         description:
-          'SMTP connections one mailer process keeps open and sends over (each carries one message at a time).',
+          'SMTP connections one mailer process keeps open and sends over (each carries one message at a time). 1 to 100.',
       }),
     ),
     maxMessages: variable(
@@ -69,7 +69,7 @@ export const MailerConfigSchema = Type.Object({
         maximum: 100_000,
         default: 1000,
         description:
-          'Messages sent over one SMTP connection before it is replaced by a new one; lower it for a server that limits messages per connection.',
+          'Messages sent over one SMTP connection before it is replaced by a new one; lower it for a server that limits messages per connection. At most 100,000.',
       }),
     ),
   }),
@@ -81,7 +81,7 @@ export const MailerConfigSchema = Type.Object({
         maximum: 100,
         default: 50,
         description:
-          'Jobs one mailer process works on at once; their emails wait for a free SMTP connection (`SMTP_MAX_CONNECTIONS`).',
+          'Jobs one mailer process works on at once; their emails wait for a free SMTP connection (`SMTP_MAX_CONNECTIONS`). 1 to 100.',
       }),
     ),
     rateLimit: variable(
@@ -91,7 +91,7 @@ export const MailerConfigSchema = Type.Object({
         maximum: 100_000,
         default: 0,
         description:
-          "Most emails per second, all mailer processes together (BullMQ's limiter); `0` = no limit.",
+          "Most emails per second, all mailer processes together (BullMQ's limiter); `0` = no limit. At most 100,000.",
       }),
     ),
     lockDuration: variable(
