@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { english, formatDate, formatDateTime, formatRelative, formatTime, formatWait } from './format.ts';
+import {
+  english,
+  formatAgo,
+  formatDate,
+  formatDateTime,
+  formatRelative,
+  formatTime,
+  formatWait,
+} from './format.ts';
 
 const reader = { locale: 'en-US', timeZone: 'UTC' };
 
@@ -55,5 +63,12 @@ describe('dates', () => {
     expect(formatRelative(ago(26 * 3600), now, reader)).toBe('yesterday');
     expect(formatRelative(ago(70 * 86_400), now, reader)).toBe('2 months ago');
     expect(formatRelative(ago(-2 * 86_400), now, reader)).toBe('in 2 days');
+  });
+
+  it("says a use the server stamped after the device's now (its clock behind) happened just now", () => {
+    const now = new Date('2026-11-22T10:00:00.000Z');
+    const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
+    expect(formatAgo(ago(-2 * 3600), now, reader)).toBe('just now');
+    expect(formatAgo(ago(3 * 3600), now, reader)).toBe('3 hours ago');
   });
 });

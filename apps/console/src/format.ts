@@ -69,3 +69,11 @@ export function formatRelative(iso: string, now: Date, { locale = english() }: R
   }
   return words.format(Math.round(amount), 'year');
 }
+
+/**
+ * How long ago something the server stamped happened, on this device's clock: a time after `now`
+ * (the device's clock behind the server's) is "just now", not "in 2 hours".
+ */
+export function formatAgo(iso: string, now: Date, reader: Reader = {}): string {
+  return formatRelative(iso, new Date(Math.max(now.getTime(), new Date(iso).getTime())), reader);
+}

@@ -4,7 +4,7 @@ import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText, isFailure } from '../failure-text.ts';
-import { formatDateTime, formatRelative } from '../format.ts';
+import { formatAgo, formatDateTime } from '../format.ts';
 import { MessageText, useMessage } from '../message.tsx';
 import { sessionLabels } from './session-labels.ts';
 
@@ -91,7 +91,7 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
                 </p>
                 <p class="item-meta">
                   IP {session.ipAddress ?? 'unknown'} · Last used{' '}
-                  <time dateTime={session.lastUsedAt}>{formatRelative(session.lastUsedAt, now)}</time>
+                  <time dateTime={session.lastUsedAt}>{formatAgo(session.lastUsedAt, now)}</time>
                   {/* The exact time in the text, not in a tooltip that keyboards and screen readers miss. */}
                   {` (${formatDateTime(session.lastUsedAt)})`} · Signed in {formatDateTime(session.createdAt)}
                 </p>
