@@ -571,8 +571,11 @@ describe('finalization', () => {
         await store.remove(sessionIds);
         if (interleaved) return;
         interleaved = true;
-        for (const id of sessionIds)
-          await store.markActive(id, ida.user._id, new Date(clock.now().getTime() + 3_600_000), clock.now());
+        const until = new Date(clock.now().getTime() + 3_600_000);
+        for (const id of sessionIds) {
+          await store.reserve(id, until, clock.now());
+          await store.assign(id, ida.user._id, until, clock.now());
+        }
       },
     });
 
@@ -584,6 +587,40 @@ describe('finalization', () => {
     expect(
       (await app.inject({ url: '/api/v1/auth/sessions', headers: bearer(ida.accessToken) })).statusCode,
     ).toBe(401);
+  });
+
+  it("ends a user's sessions in the sweep's lock order, the account first, so the two never deadlock", async () => {
+    const clock = manualClock(new Date(START));
+    const { app, log } = await gateway(await deployment(), clock, {
+      ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
+    });
+    const kim = await signIn(app, 'kim@example.com');
+    const waitingOnLocks = async () => {
+      const { rows } = await sql<{ waiting: number }>`
+        select count(*)::int as waiting from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'`.execute(app.db);
+      return rows[0]?.waiting ? true : undefined;
+    };
+
+    // The sweep's locks, in its order: the account's row, then (a logout waiting meanwhile) its
+    // sessions'. A logout that locked the sessions first would wait for the account while the sweep
+    // waits for the sessions: Postgres would then fail one of them.
+    let logout: ReturnType<typeof post> | undefined;
+    await app.db.transaction().execute(async (sweep) => {
+      await sweep.selectFrom('users').select('id').where('id', '=', kim.user._id).forUpdate().execute();
+      logout = post(app, '/api/v1/auth/logout', {}, bearer(kim.accessToken));
+      await eventually(waitingOnLocks, 'the logout to wait on a lock');
+      await sweep
+        .updateTable('sessions')
+        .set({ endedAt: clock.now(), endReason: 'account_deleted' })
+        .where('userId', '=', kim.user._id)
+        .execute();
+    });
+
+    const answer = await (logout as ReturnType<typeof post>);
+    expect(answer.statusCode).toBe(200);
+    expect(body(answer).data).toEqual({ revokedSessions: 0 });
+    expect(log.filter((line) => line.msg === 'could not record a security event')).toEqual([]);
   });
 
   it('finalizes nothing while Redis refuses the session keys, and all at the next run', async () => {

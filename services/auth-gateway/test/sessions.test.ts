@@ -198,10 +198,11 @@ describe("the Redis keys of a user's many sessions", () => {
     const now = clock.now();
     const until = new Date(now.getTime() + 60_000);
     const user = crypto.randomUUID();
-    await Promise.all(ids.map((id) => store.markActive(id, user, until, now)));
+    await Promise.all(ids.map((id) => store.reserve(id, until, now)));
+    expect(await Promise.all(ids.map((id) => store.assign(id, user, until, now)))).not.toContain(false);
     await store.remove(ids);
     const stillActive = await Promise.all(ids.map((id) => store.holder(id)));
-    expect(stillActive.filter(Boolean)).toEqual([]);
+    expect(stillActive.filter((holder) => holder !== null)).toEqual([]);
   });
 });
 

@@ -235,6 +235,44 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect((await listSessions(first.accessToken)).statusCode).toBe(401);
   });
 
+  it("never lets a session's access token pass again once a logout has ended it during a refresh", async () => {
+    const first = await signIn(gateway.app, 'wanda@example.com');
+    // The interleaving: the refresh rotates, the logout ends the session and deletes its key, the
+    // refresh then finds no key to extend. Each key write after that is followed by a request with
+    // the session's access token, made while the refresh is still under way.
+    const redis = gateway.app.redis;
+    const set = redis.set.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    let loggedOut: () => void = () => {};
+    const logout = new Promise<void>((resolve) => {
+      loggedOut = resolve;
+    });
+    let extending = false;
+    const during: number[] = [];
+    redis.set = (async (...args: unknown[]) => {
+      if (!extending && args.includes('XX')) {
+        extending = true;
+        await logout;
+        return set(...args);
+      }
+      const answer = await set(...args);
+      if (extending) during.push((await listSessions(first.accessToken)).statusCode);
+      return answer;
+    }) as typeof redis.set;
+    try {
+      const refreshing = refresh(first.refreshToken);
+      while (!extending) await new Promise((resolve) => setImmediate(resolve));
+      const out = await post(gateway.app, '/api/v1/auth/logout', {}, bearer(first.accessToken));
+      expect(body(out).data).toEqual({ revokedSessions: 1 });
+      loggedOut();
+      expect((await refreshing).statusCode).toBe(401);
+    } finally {
+      redis.set = set as typeof redis.set;
+    }
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((status) => status === 401)).toBe(true);
+    expect((await listSessions(first.accessToken)).statusCode).toBe(401);
+  });
+
   it('judges a retry alike on gateways whose clocks differ by more than the grace window', async () => {
     // A second gateway on the same database and Redis, its clock 20 s ahead of the first's.
     const ahead = manualClock(new Date(clock.now().getTime() + 20_000));

@@ -25,7 +25,8 @@ export function createActiveSessionStore(redis: RedisClient) {
   return {
     /**
      * Marks a session about to be recorded, before its user is known (a sign-in learns the user's
-     * id from the statement that records the session): no access token passes it until `assign`.
+     * id from the statement that records the session), or about to be looked at (a refresh that
+     * found no key): no access token passes it until `assign`.
      */
     async reserve(sessionId: string, expiresAt: Date, now: Date): Promise<void> {
       const ttl = expiresAt.getTime() - now.getTime();
@@ -38,11 +39,6 @@ export function createActiveSessionStore(redis: RedisClient) {
     async assign(sessionId: string, userId: string, expiresAt: Date, now: Date): Promise<boolean> {
       const ttl = expiresAt.getTime() - now.getTime();
       return ttl > 0 && (await redis.set(key(sessionId), userId, 'PX', ttl, 'XX')) === 'OK';
-    },
-    /** Marks a session of `userId` active, whether or not its key exists. */
-    async markActive(sessionId: string, userId: string, expiresAt: Date, now: Date): Promise<void> {
-      const ttl = expiresAt.getTime() - now.getTime();
-      if (ttl > 0) await redis.set(key(sessionId), userId, 'PX', ttl);
     },
     /** What the session's key holds: its user's id (`''` while a sign-in records it), or null: ended. */
     holder(sessionId: string): Promise<string | null> {

@@ -58,11 +58,13 @@ export function refreshSession(context: SessionsContext) {
   async function followedByKey(sessionId: string, userId: string, expiresAt: Date, now: Date) {
     // Only an existing key is extended: a revocation since the rotation deleted it, and it stays deleted.
     if (await activeSessions.assign(sessionId, userId, expiresAt, now)) return true;
-    // Gone without a revocation (Redis lost it): set again, then look, so that a revocation
-    // meanwhile deletes it after this write, or is seen here.
-    await activeSessions.markActive(sessionId, userId, expiresAt, now);
+    // Gone: a revocation deleted it, or Redis lost it. Written empty first, as a sign-in does (no
+    // token passes it), then the session looked at, then given its user if still there: a revocation
+    // deletes it before this look (seen here) or after (the last write finds no key and fails).
+    await activeSessions.reserve(sessionId, expiresAt, now);
     const session = await repository.findUserSession(db, userId, sessionId);
-    return session !== undefined && !session.endedAt;
+    if (session === undefined || session.endedAt) return false;
+    return activeSessions.assign(sessionId, userId, expiresAt, now);
   }
 
   function opened(presented: string, sealed: Buffer): string | undefined {

@@ -224,6 +224,14 @@ export async function endSession(
 }
 
 /**
+ * A condition that locks the user's row (`FOR KEY SHARE`, as the event's foreign key would) before
+ * the statement locks any of the user's sessions: the account's deletion locks the account, then its
+ * sessions, and an ending that took them the other way round would deadlock with it.
+ */
+const accountLocked = (userId: string) => (eb: ExpressionBuilder<Database, 'sessions'>) =>
+  eb.exists(eb.selectFrom('users').select('users.id').where('users.id', '=', userId).forKeyShare());
+
+/**
  * Who ends sessions, from where, when: the values of the security event written with the ending (no
  * address for an operator's command).
  */
@@ -279,6 +287,7 @@ function endTarget(db: QueryCreator<Database & { target: EndTarget }>, $: EndOne
           .where('target.userId', '=', $.userId),
       )
       .where('endedAt', 'is', null)
+      .where(accountLocked($.userId))
       .returning(['id', 'userId']),
   );
   const recorded = () =>
@@ -388,6 +397,7 @@ const logoutAll = prepareEnding((db, $: LogoutAll, event) => {
       .where('endedAt', 'is', null)
       .where('expiresAt', '>', $.now)
       .where(startedBy)
+      .where(accountLocked($.userId))
       .returning('id'),
   );
   // Only a logout that ended a session is an event: one that found none (they had ended, the account
