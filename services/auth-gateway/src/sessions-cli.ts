@@ -16,7 +16,7 @@ import { isUuid } from './uuid.ts';
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--json]
        sessions-cli.ts end --all [--started-before <time>] [--json]
 Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.
---all ends the sessions started before it ran, or before --started-before (ISO 8601): give a run
+--all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
 that failed the time it printed, so that running it again leaves the sessions started since.`;
 
 /** How an operator's ending shows in the user's security events: a `logout` with no address. */
@@ -140,9 +140,14 @@ function parse(argv: string[]) {
   const startedBefore = cutoff === undefined ? undefined : new Date(cutoff);
   if (startedBefore && Number.isNaN(startedBefore.getTime()))
     throw new Error(`--started-before: not a time: ${cutoff}`);
-  // A time without its offset would be read in this host's time zone (a date alone in UTC).
-  if (cutoff !== undefined && !/(?:Z|[+-]\d\d:?\d\d)$/i.test(cutoff))
-    throw new Error(`--started-before: give the time with its offset (Z or ±hh:mm): ${cutoff}`);
+  // ISO 8601 with its offset: without one, a time would be read in this host's time zone.
+  if (
+    cutoff !== undefined &&
+    !/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i.test(cutoff)
+  )
+    throw new Error(
+      `--started-before: give an ISO 8601 time with its offset (2026-11-28T10:00:00Z): ${cutoff}`,
+    );
   return { user: values.user?.trim(), startedBefore, json: values.json };
 }
 

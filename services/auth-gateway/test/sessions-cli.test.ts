@@ -214,10 +214,12 @@ describe('sessions:end, misused', () => {
       err: expect.stringContaining('--started-before: not a time: yesterday'),
     });
     // Without its offset, a time would be read in the host's time zone: which sessions end would depend on it.
-    for (const local of ['2026-11-28 10:00', '2026-11-28T10:00:00', '2026-11-28'])
+    for (const local of ['2026-11-28 10:00', '2026-11-28T10:00:00', '2026-11-28', '11-28-2026'])
       expect(await sessionsEnd('--all', '--started-before', local)).toMatchObject({
         code: 2,
-        err: expect.stringContaining(`give the time with its offset (Z or ±hh:mm): ${local}`),
+        err: expect.stringContaining(
+          `give an ISO 8601 time with its offset (2026-11-28T10:00:00Z): ${local}`,
+        ),
       });
   });
 

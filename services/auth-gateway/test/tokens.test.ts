@@ -18,6 +18,7 @@ import {
   body,
   manualClock,
   post,
+  sidOf,
   signIn,
   startGateway,
   type TestGateway,
@@ -271,6 +272,41 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(during.length).toBeGreaterThan(0);
     expect(during.every((status) => status === 401)).toBe(true);
     expect((await listSessions(first.accessToken)).statusCode).toBe(401);
+  });
+
+  it('takes for a reuse a retry of a rotation stamped ahead of Postgres by more than the window', async () => {
+    // As a gateway of an earlier version stamped rotations, by its own clock, an hour ahead.
+    const first = await signIn(gateway.app, 'xavier@example.com');
+    const next = body(await refresh(first.refreshToken)).data;
+    await ageRotations(gateway, -3600);
+    expect((await refresh(first.refreshToken)).statusCode).toBe(401);
+    expect((await refresh(next.refreshToken)).statusCode).toBe(401);
+  });
+
+  it('answers a refresh whose session key Redis loses twice with its pair; the next refresh sets the key', async () => {
+    const first = await signIn(gateway.app, 'yolanda@example.com');
+    const redis = gateway.app.redis;
+    const key = `session:${sidOf(first.accessToken)}`;
+    await redis.del(key);
+    // Lost again just after the refresh writes it empty.
+    const set = redis.set.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    redis.set = (async (...args: unknown[]) => {
+      const answer = await set(...args);
+      if (args[0] === key && args[1] === '') await redis.del(key);
+      return answer;
+    }) as typeof redis.set;
+    let pair: ReturnType<typeof body>['data'];
+    try {
+      const answer = await refresh(first.refreshToken);
+      expect(answer.statusCode).toBe(200);
+      pair = body(answer).data;
+    } finally {
+      redis.set = set as typeof redis.set;
+    }
+    // Its access token waits for the key, as while Redis is away; the next refresh brings it back.
+    expect((await listSessions(pair.accessToken)).statusCode).toBe(401);
+    const again = body(await refresh(pair.refreshToken)).data;
+    expect((await listSessions(again.accessToken)).statusCode).toBe(200);
   });
 
   it('judges a retry alike on gateways whose clocks differ by more than the grace window', async () => {

@@ -44,8 +44,7 @@ export function refreshSession(context: SessionsContext) {
       // (a revocation or a reuse whose key delete Redis failed too). Its access token is refused
       // while Redis is away, and a key left unextended expires early: the client refreshes again.
       if (!(err instanceof DependencyUnavailableError && err.dependency === 'redis')) throw err;
-      const session = await repository.findUserSession(db, userId, sessionId);
-      if (!session || session.endedAt) return { kind: 'ended', sessionId };
+      if (!(await isOpen(sessionId, userId))) return { kind: 'ended', sessionId };
       log.warn({ sessionId }, "redis unavailable: refreshed without moving the session's key");
     }
     return {
@@ -60,11 +59,17 @@ export function refreshSession(context: SessionsContext) {
     if (await activeSessions.assign(sessionId, userId, expiresAt, now)) return true;
     // Gone: a revocation deleted it, or Redis lost it. Written empty first, as a sign-in does (no
     // token passes it), then the session looked at, then given its user if still there: a revocation
-    // deletes it before this look (seen here) or after (the last write finds no key and fails).
+    // deletes it before this look (seen here) or after (the last write finds no key; looked at again).
     await activeSessions.reserve(sessionId, expiresAt, now);
+    if (!(await isOpen(sessionId, userId))) return false;
+    if (await activeSessions.assign(sessionId, userId, expiresAt, now)) return true;
+    // Gone again (Redis lost it twice): the pair goes out without the key, unless the session ended.
+    return isOpen(sessionId, userId);
+  }
+
+  async function isOpen(sessionId: string, userId: string) {
     const session = await repository.findUserSession(db, userId, sessionId);
-    if (session === undefined || session.endedAt) return false;
-    return activeSessions.assign(sessionId, userId, expiresAt, now);
+    return session !== undefined && !session.endedAt;
   }
 
   function opened(presented: string, sealed: Buffer): string | undefined {
@@ -84,7 +89,9 @@ export function refreshSession(context: SessionsContext) {
     // Rotatable, yet the statement did not rotate it: it did not exist in the statement's snapshot.
     if (!token.rotatedAt) return { kind: 'invalid' };
     // Measured on Postgres's clock alone, so gateways whose clocks differ judge a retry alike.
-    const sinceRotation = token.secondsSinceRotation ?? Number.POSITIVE_INFINITY;
+    // A rotation stamped ahead of it by more than the window (by an earlier version's gateway whose
+    // clock is ahead) is a reuse too: theft would go unseen for as long.
+    const sinceRotation = Math.abs(token.secondsSinceRotation ?? Number.POSITIVE_INFINITY);
     if (token.successorSealed && sinceRotation <= context.refreshReuseGrace) {
       const successor = opened(presented, token.successorSealed);
       // Sealed under another OTP_SECRET (changed within the window): it cannot be given again.

@@ -119,7 +119,7 @@ const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer 
       's.endedAt as sessionEndedAt',
       'u.roles',
       // By Postgres's clock, which stamped the rotation: every gateway measures the same.
-      sql<number | null>`extract(epoch from statement_timestamp() - t.rotated_at)::float8`.as(
+      sql<number | null>`extract(epoch from clock_timestamp() - t.rotated_at)::float8`.as(
         'secondsSinceRotation',
       ),
     ])
@@ -154,7 +154,7 @@ const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
     .with('t', (db) =>
       db
         .updateTable('refreshTokens')
-        .set({ rotatedAt: sql<Date>`statement_timestamp()`, successorSealed: $.successorSealed })
+        .set({ rotatedAt: sql<Date>`clock_timestamp()`, successorSealed: $.successorSealed })
         .where('tokenHash', '=', $.tokenHash)
         .where('rotatedAt', 'is', null)
         .where('expiresAt', '>', now)
@@ -190,7 +190,8 @@ const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
 
 /**
  * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
- * statement: marks it rotated (by Postgres's clock, on which the grace window is measured) with its
+ * statement: marks it rotated (by Postgres's clock once the row is locked, on which the grace window
+ * is measured) with its
  * sealed successor, extends the session, inserts the successor (issued `now`, as its pair).
  * Answers nothing when the token was not rotatable; the caller then looks at why.
  *
