@@ -13,6 +13,9 @@ export default defineConfig({
     exclude: ['**/node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    // `expect.poll` waits until its check holds: a deadline longer than the default second hides no
+    // bug, and a loaded machine needs it (`vi.waitFor` has no such setting: each call passes one).
+    expect: { poll: { timeout: 8_000 } },
     projects: [
       { extends: true, test: { name: 'unit', include: unitTests } },
       {

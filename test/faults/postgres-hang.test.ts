@@ -38,12 +38,15 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
   const held = [me(), me()].map((answer) => answer.catch((error: unknown) => error));
   const watcher = new pg.Client({ connectionString: databaseUrl });
   await watcher.connect();
-  await vi.waitFor(async () => {
-    const { rows } = await watcher.query(
-      "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-    );
-    expect(rows).toHaveLength(2);
-  });
+  await vi.waitFor(
+    async () => {
+      const { rows } = await watcher.query(
+        "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+      );
+      expect(rows).toHaveLength(2);
+    },
+    { timeout: 5000 },
+  );
   await watcher.end();
   await postgres.pause();
   try {

@@ -1194,6 +1194,8 @@ describe('one person, several places', () => {
     const first = await openConsole(context);
     const second = await openConsole(context);
     await second.getByRole('textbox', { name: 'Email' }).waitFor();
+    // Acted on, so in front: Chromium slows a background tab's timers (~2 s per action).
+    await first.bringToFront();
 
     await signInThroughPage(first, person.email);
     await first.getByRole('heading', { level: 1, name: 'Dorothy Vaughan' }).waitFor();
@@ -1213,6 +1215,7 @@ describe('one person, several places', () => {
     const context = await newContext();
     const first = await openConsole(context);
     const second = await openConsole(context);
+    await first.bringToFront();
     await signInThroughPage(first, newEmail('mae'));
     const registering = { level: 1, name: 'Complete your registration' } as const;
     await first.getByRole('heading', registering).waitFor();

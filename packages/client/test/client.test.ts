@@ -94,7 +94,9 @@ describe('@tessera/client against the gateway', () => {
 
     expect(await failure(tessera.auth.refresh())).toMatchObject({ status: 0, isNetworkError: true });
 
-    await vi.waitFor(async () => expect((await storage.get())?.refreshToken).not.toBe(refreshToken));
+    await vi.waitFor(async () => expect((await storage.get())?.refreshToken).not.toBe(refreshToken), {
+      timeout: 5000,
+    });
     expect(await signedIn.users.me()).toMatchObject({ email: expect.stringMatching(/@example\.com$/) });
   });
 
@@ -148,7 +150,7 @@ describe('@tessera/client against the gateway', () => {
     expect(timedOut.messages).toEqual(['The server did not answer in time']);
 
     release();
-    await vi.waitFor(() => expect(changes).toHaveLength(2));
+    await vi.waitFor(() => expect(changes).toHaveLength(2), { timeout: 5000 });
     expect((await storage.get())?.refreshToken).not.toBe(signedIn.refreshToken);
     expect((await tessera.users.me())._id).toBe(signedIn.user._id);
     expect(count(REFRESH)).toBe(1);

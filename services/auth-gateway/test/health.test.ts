@@ -112,14 +112,17 @@ describe('a pool whose every connection is in use', () => {
       await operator.query('lock table sessions in access exclusive mode');
       // The pool's only connection waits for the lock; the requests after it wait for the connection.
       const stuck = small.app.inject({ url: '/api/v1/auth/sessions', headers: bearer(accessToken) });
-      await vi.waitFor(async () => {
-        // In a transaction Postgres shows one snapshot of its activity until told to take another.
-        await operator.query('select pg_stat_clear_snapshot()');
-        const { rows } = await operator.query(
-          "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-        );
-        expect(rows).toHaveLength(1);
-      });
+      await vi.waitFor(
+        async () => {
+          // In a transaction Postgres shows one snapshot of its activity until told to take another.
+          await operator.query('select pg_stat_clear_snapshot()');
+          const { rows } = await operator.query(
+            "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+          );
+          expect(rows).toHaveLength(1);
+        },
+        { timeout: 5000 },
+      );
 
       const answers = await Promise.all(
         [1, 2].map(() => small.app.inject({ url: '/api/v1/users/me', headers: bearer(accessToken) })),
@@ -155,7 +158,7 @@ describe('when Redis goes away', () => {
   it('is not ready, answers 503 instead of hanging, and recovers when Redis is back', async () => {
     const { redis } = gateway.app;
     redis.disconnect();
-    await vi.waitFor(() => expect(redis.status).toBe('end'));
+    await vi.waitFor(() => expect(redis.status).toBe('end'), { timeout: 5000 });
     const ready = await gateway.app.inject({ method: 'GET', url: '/health/ready' });
     expect(ready.statusCode).toBe(503);
     expect(body(ready).errors).toEqual(['Service unavailable', 'redis is down']);
@@ -253,12 +256,14 @@ describe('on a database not migrated', () => {
       // The sweeps' first runs, at start: skipped while the tables are missing, not an error.
       const skipped = () =>
         lines.filter((line) => line.msg === 'sweep skipped: the database lacks migrations');
-      await vi.waitFor(() =>
-        expect(
-          skipped()
-            .map((line) => line.sweep)
-            .sort(),
-        ).toEqual(['account_deletion', 'retention']),
+      await vi.waitFor(
+        () =>
+          expect(
+            skipped()
+              .map((line) => line.sweep)
+              .sort(),
+          ).toEqual(['account_deletion', 'retention']),
+        { timeout: 5000 },
       );
       const warnings = lines.filter((line) => /postgres schema/.test(String(line.msg)));
       expect(warnings).toHaveLength(1);

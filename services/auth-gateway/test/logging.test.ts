@@ -136,7 +136,7 @@ describe('logs', () => {
   it('tell a Redis outage in one short line per failed request, without a stack', async () => {
     const { redis } = gateway.app;
     redis.disconnect();
-    await vi.waitFor(() => expect(redis.status).toBe('end'));
+    await vi.waitFor(() => expect(redis.status).toBe('end'), { timeout: 5000 });
     lines.length = 0;
     try {
       for (let i = 0; i < 3; i++)

@@ -67,16 +67,18 @@ describe('the retention sweep', () => {
     clock.advance(3600);
     await vi.waitFor(async () => expect(await count('security_events')).toBe(0), { timeout: 5000 });
     // Each run that deleted some says how many, and up to when.
-    await vi.waitFor(() =>
-      expect(
-        logLines.filter((line) => line.msg === 'security events past SECURITY_EVENT_RETENTION deleted'),
-      ).toEqual([
-        expect.objectContaining({
-          level: 30,
-          deleted: eventsBefore,
-          before: new Date(clock.now().getTime() - 7_200_000).toISOString(),
-        }),
-      ]),
+    await vi.waitFor(
+      () =>
+        expect(
+          logLines.filter((line) => line.msg === 'security events past SECURITY_EVENT_RETENTION deleted'),
+        ).toEqual([
+          expect.objectContaining({
+            level: 30,
+            deleted: eventsBefore,
+            before: new Date(clock.now().getTime() - 7_200_000).toISOString(),
+          }),
+        ]),
+      { timeout: 5000 },
     );
 
     // A day later the rotated token expired more than SESSION_RETENTION ago and goes; the session and

@@ -12,7 +12,7 @@ import { createTestRedis, type SmtpSink, startSmtpSink, type TestRedis } from '@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createTransport, type MailTransport } from '../src/transport.ts';
 import { createMailWorker } from '../src/worker.ts';
@@ -81,11 +81,14 @@ describe('GET /metrics', () => {
     const settled = (body: string) =>
       body.includes('tessera_emails_total{outcome="sent"} 1') &&
       body.includes('tessera_email_queue_jobs{state="active"} 0');
-    let metrics = await get('/metrics');
-    for (let i = 0; i < 50 && !settled(metrics.body); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      metrics = await get('/metrics');
-    }
+    const metrics = await vi.waitFor(
+      async () => {
+        const answer = await get('/metrics');
+        expect(settled(answer.body)).toBe(true);
+        return answer;
+      },
+      { timeout: 10_000 },
+    );
 
     expect(metrics.status).toBe(200);
     expect(metrics.type).toContain('text/plain');

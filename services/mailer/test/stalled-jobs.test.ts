@@ -16,9 +16,10 @@ import { loadConfig, type MailerConfig } from '../src/config.ts';
 import { createTransport, type MailTransport } from '../src/transport.ts';
 import { createMailWorker } from '../src/worker.ts';
 
-// Two mailers with a 1.5 s lock that look for stalled jobs four times a second: a slow send stays with
-// the mailer sending it, and a job BullMQ gives up on after it stalled too often keeps no code.
-const LOCK_MS = 1500;
+// Two mailers with a 2.5 s lock that look for stalled jobs four times a second: a slow send stays with
+// the mailer sending it, and a job BullMQ gives up on after it stalled too often keeps no code. (The
+// lock is renewed every half of it: a test process held up for longer would lose its job.)
+const LOCK_MS = 2500;
 const SMTP_DELAY_MS = 2 * LOCK_MS;
 
 let redis: TestRedis;
@@ -100,7 +101,7 @@ it('redacts the code of a job failed for stalling too often, which no mailer pro
     expect((await dying.getNextJob('dying-token'))?.id).toBe(jobId);
     await Promise.all(mailers.map(({ worker }) => worker.resume()));
 
-    for (let i = 0; i < 200 && (await queue.getJob(jobId))?.data.sealedCode !== REDACTED_CODE; i++)
+    for (let i = 0; i < 400 && (await queue.getJob(jobId))?.data.sealedCode !== REDACTED_CODE; i++)
       await new Promise((resolve) => setTimeout(resolve, 25));
     const job = await queue.getJob(jobId);
     expect(job?.failedReason).toBe('job stalled more than allowable limit');
