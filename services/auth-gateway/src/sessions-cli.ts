@@ -137,18 +137,35 @@ function parse(argv: string[]) {
   if ((values.user === undefined) === !values.all) throw new Error('give either --user or --all');
   const cutoff = values['started-before'];
   if (cutoff !== undefined && !values.all) throw new Error('--started-before is for --all');
-  const startedBefore = cutoff === undefined ? undefined : new Date(cutoff);
-  if (startedBefore && Number.isNaN(startedBefore.getTime()))
-    throw new Error(`--started-before: not a time: ${cutoff}`);
-  // ISO 8601 with its offset: without one, a time would be read in this host's time zone.
-  if (
-    cutoff !== undefined &&
-    !/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i.test(cutoff)
-  )
-    throw new Error(
-      `--started-before: give an ISO 8601 time with its offset (2026-11-28T10:00:00Z): ${cutoff}`,
-    );
+  const startedBefore = cutoff === undefined ? undefined : cutoffTime(cutoff);
   return { user: values.user?.trim(), startedBefore, json: values.json };
+}
+
+// ISO 8601 with its offset: without one, a time would be read in this host's time zone.
+const WITH_OFFSET = /^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i;
+
+/** The cut-off an operator typed, refused unless it names one instant (JavaScript moves 30 February). */
+function cutoffTime(text: string): Date {
+  const time = new Date(text);
+  if (Number.isNaN(time.getTime())) throw new Error(`--started-before: not a time: ${text}`);
+  const parts = WITH_OFFSET.exec(text);
+  if (!parts)
+    throw new Error(
+      `--started-before: give an ISO 8601 time with its offset (2026-11-28T10:00:00Z): ${text}`,
+    );
+  const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = parts
+    .slice(1, 7)
+    .map((part) => Number(part ?? 0));
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (
+    date.getUTCMonth() !== month - 1 ||
+    date.getUTCDate() !== day ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  )
+    throw new Error(`--started-before: no such time: ${text}`);
+  return time;
 }
 
 if (import.meta.main) process.exitCode = await runSessionsCli(process.argv.slice(2));

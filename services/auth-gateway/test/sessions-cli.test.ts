@@ -221,6 +221,12 @@ describe('sessions:end, misused', () => {
           `give an ISO 8601 time with its offset (2026-11-28T10:00:00Z): ${local}`,
         ),
       });
+    // A date that does not exist would be moved to another (30 February to 2 March).
+    for (const impossible of ['2026-02-30T10:00:00Z', '2026-11-28T24:00:00Z'])
+      expect(await sessionsEnd('--all', '--started-before', impossible)).toMatchObject({
+        code: 2,
+        err: expect.stringContaining(`--started-before: no such time: ${impossible}`),
+      });
   });
 
   it('answers 1 with one line when Postgres cannot be reached', async () => {

@@ -64,7 +64,9 @@ export function refreshSession(context: SessionsContext) {
     if (!(await isOpen(sessionId, userId))) return false;
     if (await activeSessions.assign(sessionId, userId, expiresAt, now)) return true;
     // Gone again (Redis lost it twice): the pair goes out without the key, unless the session ended.
-    return isOpen(sessionId, userId);
+    if (!(await isOpen(sessionId, userId))) return false;
+    log.warn({ sessionId }, "redis lost the session's key twice: refreshed without it");
+    return true;
   }
 
   async function isOpen(sessionId: string, userId: string) {
@@ -88,10 +90,9 @@ export function refreshSession(context: SessionsContext) {
     if (token.sessionEndedAt) return { kind: 'ended', sessionId: token.sessionId };
     // Rotatable, yet the statement did not rotate it: it did not exist in the statement's snapshot.
     if (!token.rotatedAt) return { kind: 'invalid' };
-    // Measured on Postgres's clock alone, so gateways whose clocks differ judge a retry alike.
-    // A rotation stamped ahead of it by more than the window (by an earlier version's gateway whose
-    // clock is ahead) is a reuse too: theft would go unseen for as long.
-    const sinceRotation = Math.abs(token.secondsSinceRotation ?? Number.POSITIVE_INFINITY);
+    // Measured on Postgres's clock alone, so gateways whose clocks differ judge a retry alike. (A
+    // rotation that seems to lie ahead, its clock stepped back since, is a retry: no false theft.)
+    const sinceRotation = token.secondsSinceRotation ?? Number.POSITIVE_INFINITY;
     if (token.successorSealed && sinceRotation <= context.refreshReuseGrace) {
       const successor = opened(presented, token.successorSealed);
       // Sealed under another OTP_SECRET (changed within the window): it cannot be given again.

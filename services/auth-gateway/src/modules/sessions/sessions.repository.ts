@@ -190,9 +190,9 @@ const rotation = prepareQuery((db: Kysely<Database>, $: Rotation) => {
 
 /**
  * Rotates a refresh token that is neither rotated nor expired and whose session is open, in one
- * statement: marks it rotated (by Postgres's clock once the row is locked, on which the grace window
- * is measured) with its
- * sealed successor, extends the session, inserts the successor (issued `now`, as its pair).
+ * statement: marks it rotated (by Postgres's clock as the statement rotates it, on which the grace
+ * window is measured) with its sealed successor, extends the session, inserts the successor (issued
+ * `now`, as its pair).
  * Answers nothing when the token was not rotatable; the caller then looks at why.
  *
  * The token's row is locked first: of parallel refreshes of one token one rotates, the others wait
