@@ -444,6 +444,14 @@ describe('GET /api/v1/auth/sessions', () => {
     expect(session.userAgent).toBe(`Agent/${'x'.repeat(506)}`);
   });
 
+  it('keeps no control characters of a User-Agent (invisible where it is shown)', async () => {
+    const hidden = await signIn(gateway.app, 'hidden-agent@example.com', {
+      'user-agent': 'Phone\u009b/1.0\u0085 (\u007fiOS\t)',
+    });
+    const [session] = body(await list(hidden.accessToken)).data.list;
+    expect(session.userAgent).toBe('Phone/1.0 (iOS)');
+  });
+
   it('defaults to page 1 with 10 items', async () => {
     const { pagination, list: items } = body(await list(caller())).data;
     expect(items).toHaveLength(10);

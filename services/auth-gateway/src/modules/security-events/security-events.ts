@@ -24,12 +24,17 @@ export interface ClientInfo {
 }
 
 const USER_AGENT_MAX = 512;
+// Invisible in a list of sessions or events, they could only make one User-Agent read as another.
+const CONTROLS = /\p{Cc}/gu;
 
-/** The client IP (from X-Forwarded-For only behind a trusted proxy) and a bounded User-Agent. */
+/**
+ * The client IP (from X-Forwarded-For only behind a trusted proxy) and the User-Agent, without its
+ * control characters and bounded.
+ */
 export function clientInfo(request: FastifyRequest): ClientInfo {
   return {
     ipAddress: request.ip,
-    userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX) ?? null,
+    userAgent: request.headers['user-agent']?.replace(CONTROLS, '').slice(0, USER_AGENT_MAX) ?? null,
   };
 }
 
