@@ -595,12 +595,6 @@ describe('finalization', () => {
       ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
     });
     const kim = await signIn(app, 'kim@example.com');
-    const waitingOnLocks = async () => {
-      const { rows } = await sql<{ waiting: number }>`
-        select count(*)::int as waiting from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`.execute(app.db);
-      return rows[0]?.waiting ? true : undefined;
-    };
 
     // The sweep's locks, in its order: the account's row, then (a logout waiting meanwhile) its
     // sessions'. A logout that locked the sessions first would wait for the account while the sweep
@@ -609,7 +603,7 @@ describe('finalization', () => {
     await app.db.transaction().execute(async (sweep) => {
       await sweep.selectFrom('users').select('id').where('id', '=', kim.user._id).forUpdate().execute();
       logout = post(app, '/api/v1/auth/logout', {}, bearer(kim.accessToken));
-      await eventually(waitingOnLocks, 'the logout to wait on a lock');
+      await eventually(waitingOnLocks(app.db, 1), 'the logout to wait on a lock');
       await sweep
         .updateTable('sessions')
         .set({ endedAt: clock.now(), endReason: 'account_deleted' })
@@ -707,12 +701,7 @@ describe('finalization', () => {
         .where('sessionId', '=', session?.id ?? '')
         .execute();
       const sweep = sweeper(app, clock).finalizeDue(10);
-      await eventually(async () => {
-        const { rows } = await sql<{ waiting: number }>`
-          select count(*)::int as waiting from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock'`.execute(rotation);
-        return rows[0]?.waiting ? true : undefined;
-      }, 'the sweep to wait on a lock');
+      await eventually(waitingOnLocks(app.db, 1), 'the sweep to wait on a lock');
       await rotation
         .updateTable('sessions')
         .set({ lastUsedAt: clock.now() })
