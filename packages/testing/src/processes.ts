@@ -158,14 +158,15 @@ export interface PrivatePostgres {
 
 /**
  * A Postgres server of the test's own (initdb in a temporary folder, a free port, trust auth), for
- * tests that stop it. Postgres refuses to run as root, so as root it runs as the `postgres` user.
+ * tests that stop it. Postgres refuses to run as root, so as root it runs as the `postgres` user. A
+ * port taken between freePort and the server's bind fails its first start: it starts on another one.
  */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const versions = await readdir('/usr/lib/postgresql').catch(() => []);
   const bin = versions.length > 0 ? `/usr/lib/postgresql/${versions.sort().at(-1)}/bin` : '';
   if (!bin)
     throw new Error('no Postgres server binaries in /usr/lib/postgresql (Debian: apt install postgresql)');
-  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-postgres-'))];
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-postgres-'));
   const data = path.join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
@@ -181,12 +182,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       : run(`${bin}/${tool}`, toolArgs);
 
   await pgTool('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions']);
-  const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  let port = 0;
 
   const server: PrivatePostgres = {
-    adminUrl,
+    get adminUrl() {
+      return `postgres://postgres@127.0.0.1:${port}/postgres`;
+    },
     async start() {
+      const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
       await pgTool('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', 'start']);
     },
     async stop(mode = 'fast') {
@@ -214,8 +217,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
         // A backend that ended meanwhile.
       }
   }
-  await server.start();
-  return server;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      await server.start();
+      return server;
+    } catch (error) {
+      if (attempt === 3) throw error;
+    }
+  }
 }
 
 export interface PgBouncer {
@@ -227,7 +237,8 @@ export interface PgBouncer {
 /**
  * A PgBouncer of the test's own (Debian: apt install pgbouncer) in front of the Postgres of
  * `adminUrl`, session pooling, with `settings` added to its `[pgbouncer]` section. It refuses to run
- * as root, so as root it runs as the `postgres` user.
+ * as root, so as root it runs as the `postgres` user. A port taken between freePort and its bind
+ * makes it exit at once: it starts again on another one.
  */
 export async function startPgBouncer(
   adminUrl: string,
@@ -235,46 +246,64 @@ export async function startPgBouncer(
 ): Promise<PgBouncer> {
   const binary = '/usr/sbin/pgbouncer';
   if (!existsSync(binary)) throw new Error(`no ${binary} (Debian: apt install pgbouncer)`);
-  const [port, dir] = [await freePort(), await mkdtemp(path.join(tmpdir(), 'tessera-pgbouncer-'))];
+  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-pgbouncer-'));
   const server = new URL(adminUrl);
-  const ini = [
-    '[databases]',
-    `* = host=${server.hostname} port=${server.port || 5432}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    'unix_socket_dir =',
-    'auth_type = trust',
-    `auth_file = ${path.join(dir, 'users.txt')}`,
-    'pool_mode = session',
-    `logfile = ${path.join(dir, 'log')}`,
-    ...Object.entries(settings).map(([name, value]) => `${name} = ${value}`),
-  ].join('\n');
-  await writeFile(path.join(dir, 'pgbouncer.ini'), `${ini}\n`);
-  await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(server.username)}" ""\n`);
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) {
-    const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
-    for (const file of ['', 'pgbouncer.ini', 'users.txt']) await chown(path.join(dir, file), uid, uid);
+  const uid = asRoot ? Number((await run('id', ['-u', 'postgres'])).stdout.trim()) : 0;
+  await writeFile(path.join(dir, 'users.txt'), `"${decodeURIComponent(server.username)}" ""\n`);
+
+  /** PgBouncer on `port`, once it answers there; undefined when it exited at once. */
+  async function launch(port: number): Promise<ChildProcess | undefined> {
+    const ini = [
+      '[databases]',
+      `* = host=${server.hostname} port=${server.port || 5432}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${path.join(dir, 'users.txt')}`,
+      'pool_mode = session',
+      `logfile = ${path.join(dir, 'log')}`,
+      ...Object.entries(settings).map(([name, value]) => `${name} = ${value}`),
+    ].join('\n');
+    await writeFile(path.join(dir, 'pgbouncer.ini'), `${ini}\n`);
+    if (asRoot)
+      for (const file of ['', 'pgbouncer.ini', 'users.txt']) await chown(path.join(dir, file), uid, uid);
+    const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], {
+      stdio: 'ignore',
+    });
+    // Only once its log says it listens: another server may hold the port it could not bind.
+    const listening = async () =>
+      (await readFile(path.join(dir, 'log'), 'utf8').catch(() => '')).includes(
+        `listening on 127.0.0.1:${port}`,
+      );
+    await waitUntil(`pgbouncer on ${port} listening`, async () => {
+      if (exited(child)) return true;
+      if (!(await listening())) return false;
+      const client = new pg.Client({ connectionString: urlWith(adminUrl, port) });
+      return client.connect().then(
+        () => client.end().then(() => true),
+        () => false,
+      );
+    });
+    return exited(child) ? undefined : child;
   }
-  const child = spawn(binary, [...(asRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')], {
-    stdio: 'ignore',
-  });
-  await waitUntil('pgbouncer listening', async () => {
-    const client = new pg.Client({ connectionString: urlWith(adminUrl, port) });
-    return client.connect().then(
-      () => client.end().then(() => true),
-      () => false,
-    );
-  });
-  return {
-    urlFor: (postgresUrl) => urlWith(postgresUrl, port),
-    async stop() {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await once(child, 'exit');
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = await launch(port);
+    if (child)
+      return {
+        urlFor: (postgresUrl) => urlWith(postgresUrl, port),
+        async stop() {
+          child.kill('SIGTERM');
+          if (!exited(child)) await once(child, 'exit');
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    if (attempt === 3) throw new Error(`pgbouncer on ${port}: exited at start, three times`);
+  }
 }
 
 function urlWith(postgresUrl: string, port: number): string {
