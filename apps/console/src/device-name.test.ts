@@ -52,6 +52,15 @@ describe('deviceName', () => {
     expect(deviceName('curl/8.5.0')).toBe('curl');
     expect(deviceName('okhttp/4.12.0')).toBe('okhttp');
     expect(deviceName('node')).toBe('node');
+    expect(deviceName('PostmanRuntime/7.39.0')).toBe('PostmanRuntime');
+    expect(deviceName('python-requests/2.32.3')).toBe('python-requests');
+  });
+
+  it('names no program by a word too long to be a name: anyone can record one against an address', () => {
+    expect(deviceName('Tessera-Security-Team.Your-account-is-compromised.Call-555-0100-now')).toBe(
+      'Unknown device',
+    );
+    expect(deviceName(`${'X'.repeat(2000)}/1.0`)).toBe('Unknown device');
   });
 
   it('says so when nothing was recorded', () => {

@@ -18,8 +18,12 @@ const SYSTEMS: [RegExp, string][] = [
   [/\bLinux\b/, 'Linux'],
 ];
 
-/** A program that is not a browser names itself first: `curl/8.5.0`, `okhttp/4.12`, `node`. */
-const PROGRAM = /^([A-Za-z][\w.-]*)(?:\/[\w.-]+)?/;
+/**
+ * A program that is not a browser names itself first: `curl/8.5.0`, `okhttp/4.12`, `node`. A short
+ * word only: anyone who knows an address records a User-Agent of his choosing in that account's
+ * security activity (a wrong code), and a long one could read as a message there.
+ */
+const PROGRAM = /^([A-Za-z][\w.-]{0,23})(?:[/\s]|$)/;
 
 /**
  * A short, human name for the device a session was started on ("Chrome on Windows"), from the

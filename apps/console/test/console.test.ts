@@ -347,7 +347,7 @@ describe('sign-in', () => {
     await page.keyboard.type(wrong(code));
     await page.keyboard.press('Enter');
     expect(await alertText(page)).toBe(
-      'That code is not right. Check the email and try again (4 tries left).',
+      'That code is not right. Check the newest email, the only code that works, and try again (4 tries left).',
     );
     expect(await codeBox.getAttribute('aria-invalid')).toBe('true');
     await expectAccessible(page, 'sign-in, wrong code');

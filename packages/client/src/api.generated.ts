@@ -416,9 +416,9 @@ export interface components {
             signupSource: string | null;
             signupCampaign: string | null;
             profilePhoto: string | null;
-            availabilityStatus: string | null;
+            availabilityStatus: ("available" | "busy" | "away" | "offline") | null;
             birthDate: string | null;
-            gender: string | null;
+            gender: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
             interests: string[];
             expertise: string | null;
             email: string;
@@ -443,7 +443,7 @@ export interface components {
             lastLogin: string | null;
             timezone: string | null;
             lastUsernameChangeDate: string | null;
-            accountDeletionStatus: string | null;
+            accountDeletionStatus: ("scheduled" | "cancelled" | "finalized") | null;
             accountDeletionRequestedAt: string | null;
             accountDeletionScheduledFor: string | null;
             accountDeletionCancelledAt: string | null;
@@ -459,7 +459,7 @@ export interface components {
             name?: string | null;
             /** @description Family name: 1–60 characters (counted in Unicode NFC), at least one of them visible; no control characters, line separators or bidirectional controls. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             surname?: string | null;
-            /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it, but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
+            /** @description 3–30 of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current username changes nothing. null clears it (a change too, refused within the cooldown; it starts none), but not once registration is complete. Surrounding blanks are trimmed before it is checked. */
             username?: string | null;
             /** @description Calling code, 1–3 digits without "+" (90). Sent together with phoneNumber; both null clears the phone number. Surrounding blanks are trimmed before it is checked. */
             countryCode?: string | null;

@@ -254,7 +254,8 @@ export function createClient({
 
       async revokeToken(refreshToken) {
         // Our own token is rotated when the call refreshes first (an expiring access token, a 401):
-        // revoke what we hold when the request goes, not the spent token, which would get a 409.
+        // revoke what we hold when the request goes, not the spent token (which ends the same session,
+        // but earlier gateways answer 409).
         // Only while what we hold is still that session: another tab may have signed in anew since.
         const current = await tokens.current();
         const own = current?.refreshToken === refreshToken ? sessionIdOf(current.accessToken) : undefined;

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { configTable, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { GatewayConfigSchema, loadConfig } from './config.ts';
+import { GatewayConfigSchema, listenHost, loadConfig } from './config.ts';
 
 const MAIL_JOB_KEY = `k1:${'A'.repeat(43)}=`;
 
@@ -28,6 +28,20 @@ describe('loadConfig', () => {
     });
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.otp)).toBe(true);
+  });
+
+  it('listens on this machine only unless in production, since development and test send codes back', () => {
+    expect(listenHost(loadConfig({}))).toBe('localhost');
+    expect(listenHost(loadConfig({ APP_ENV: 'test' }))).toBe('localhost');
+    expect(listenHost(loadConfig({ HOST: '0.0.0.0' }))).toBe('0.0.0.0');
+    const production = {
+      APP_ENV: 'production',
+      JWT_PRIVATE_KEY_FILE: '/k',
+      OTP_SECRET: 'x'.repeat(32),
+      MAIL_JOB_KEY,
+    };
+    expect(listenHost(loadConfig(production))).toBe('0.0.0.0');
+    expect(listenHost(loadConfig({ ...production, HOST: '10.0.0.5' }))).toBe('10.0.0.5');
   });
 
   it('fails with one line naming a malformed variable', () => {

@@ -40,7 +40,11 @@ export const GatewayConfigSchema = Type.Object({
   shutdownTimeout: shared.shutdownTimeout,
   http: Type.Object({
     port: Int('PORT', 3000, 'Port of the public API.', { minimum: 0, maximum: 65535 }),
-    host: Text('HOST', '0.0.0.0', 'Address of the public API.', NOT_EMPTY),
+    host: Optional(
+      'HOST',
+      'Address of the public API. Unset: `0.0.0.0` (every interface) in production; `localhost` (this machine only) in development and test, whose send answer carries the code: anyone who reached it could sign in as anyone.',
+      NOT_EMPTY,
+    ),
     opsPort: Int(
       'OPS_PORT',
       9465,
@@ -327,6 +331,11 @@ export type GatewayConfig = Readonly<
 >;
 
 /** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
+/** Where the public API listens: HOST, else every interface in production and this machine only otherwise. */
+export function listenHost(config: GatewayConfig): string {
+  return config.http.host ?? (config.env === 'production' ? '0.0.0.0' : 'localhost');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = readConfig(GatewayConfigSchema, env);
   requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET'], ['MAIL_JOB_KEY']]);

@@ -2,7 +2,7 @@ import { flushCompileCache } from 'node:module';
 import { loadOrExit, startOrExit } from '@tessera/config';
 import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
-import { loadConfig } from './config.ts';
+import { listenHost, loadConfig } from './config.ts';
 
 /**
  * The gateway process: configuration, the public port, the operations port (metrics and health, for
@@ -44,5 +44,9 @@ closeGracefully({
 // writes what the cache lacked. A no-op without NODE_COMPILE_CACHE.
 flushCompileCache();
 
-await startOrExit('gateway', 'HOST, PORT: ', app.listen({ port: config.http.port, host: config.http.host }));
+await startOrExit(
+  'gateway',
+  'HOST, PORT: ',
+  app.listen({ port: config.http.port, host: listenHost(config) }),
+);
 app.log.info({ operations: operations.url }, 'operations port: /metrics, /health/live, /health/ready');

@@ -41,6 +41,7 @@ describe('the account console at /account/', () => {
     expect(csp).not.toContain('unsafe-inline');
     expect(response.headers['cache-control']).toBe('no-cache');
     expect(response.headers['x-frame-options']).toBe('DENY');
+    expect(response.headers['cross-origin-opener-policy']).toBe('same-origin');
     expect(response.headers.etag).toBeDefined();
   });
 
@@ -49,6 +50,13 @@ describe('the account console at /account/', () => {
     expect(script.statusCode).toBe(200);
     expect(script.headers['content-type']).toMatch(/javascript/);
     expect(script.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    // Revalidated all the same (a proxy, a reload): the 304 keeps it, a cache stores its headers.
+    const revalidated = await gateway.app.inject({
+      url: '/account/assets/index-abc123.js',
+      headers: { 'if-none-match': String(script.headers.etag) },
+    });
+    expect(revalidated.statusCode).toBe(304);
+    expect(revalidated.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     const theme = await gateway.app.inject({ url: '/account/theme.css' });
     expect(theme.statusCode).toBe(200);
     expect(theme.headers['cache-control']).toBe('no-cache');

@@ -392,6 +392,12 @@ describe('examples', () => {
 
 describe('GET /docs', () => {
   it('serves the console from the gateway itself, with a CSP that allows only its own files', async () => {
+    // With a query string too: the API's CSP (nothing may load) would leave the page blank.
+    for (const url of ['/docs', '/docs?from=readme', '/docs/?from=readme']) {
+      const served = await gateway.app.inject({ url });
+      expect(served.headers['content-type'], url).toMatch(/^text\/html/);
+      expect(served.headers['content-security-policy'], url).toContain("script-src 'self'");
+    }
     const page = await gateway.app.inject({ url: '/docs/' });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
@@ -399,6 +405,8 @@ describe('GET /docs', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("connect-src 'self'");
     expect(csp).not.toMatch(/https?:/);
+    // A page that opened it cannot send it elsewhere later.
+    expect(page.headers['cross-origin-opener-policy']).toBe('same-origin');
     // Every script and stylesheet the page loads is a path on this server.
     for (const [, src] of page.body.matchAll(/(?:src|href)="([^"]+)"/g))
       expect(src).not.toMatch(/^(https?:)?\/\//);

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
@@ -98,9 +99,10 @@ describe('every response is the envelope', () => {
         payload,
       });
       expect(response.statusCode, payload).toBe(400);
+      // Valid JSON: not INVALID_JSON, whose words a client would show.
+      expect(response.headers['tessera-error-code'], payload).toBe('VALIDATION_FAILED');
       expect(body(response).errors, payload).toEqual([
         'Validation failed',
-        'Body is not valid JSON',
         'body holds a `__proto__` or `constructor.prototype` key, which no field has',
       ]);
     }
@@ -144,6 +146,26 @@ describe('every response is the envelope', () => {
       headers: { 'content-type': 'application/json; charset=iso-8859-1', ...bearer(accessToken) },
     });
     expect(logout.statusCode).toBe(200);
+  });
+
+  it('reads no compressed body: a Content-Encoding is a 415 that says so', async () => {
+    const encoded = (encoding: string, payload: Buffer | string) =>
+      gateway.app.inject({
+        method: 'POST',
+        url: SEND,
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+        payload,
+      });
+    const gzipped = await encoded('gzip', gzipSync('{"email":"gzip@b.co"}'));
+    expect(gzipped.statusCode).toBe(415);
+    expect(gzipped.headers['tessera-error-code']).toBe('UNSUPPORTED_ENCODING');
+    expect(body(gzipped).errors).toEqual([
+      'Unsupported media type',
+      'The body must be sent without Content-Encoding',
+    ]);
+    // Said compressed and sent plain, it is not served as if the header were not there.
+    expect((await encoded('gzip', '{"email":"gzip@b.co"}')).statusCode).toBe(415);
+    expect((await encoded('identity', '{"email":"gzip@b.co"}')).statusCode).toBe(200);
   });
 
   it('answers a non-JSON body with an enveloped 415', async () => {

@@ -140,6 +140,43 @@ describe('the security log', () => {
     // The log line names neither the email nor the code.
     expect(JSON.stringify(logLines)).not.toContain('locked@example.com');
   });
+
+  it('gives a page whose count agrees with it while events are added and removed', async () => {
+    const { user, accessToken } = await signIn(gateway.app, 'busy-log@example.com');
+    const { db } = gateway.app;
+    let added: string | undefined;
+    // Each round changes the log (one event in, then out again) while the page is read.
+    const change = async () => {
+      if (added === undefined) {
+        ({ id: added } = await db
+          .insertInto('securityEvents')
+          .values({
+            type: 'sign_in_failed',
+            userId: user._id,
+            ipAddress: '203.0.113.9',
+            details: '{}',
+            createdAt: new Date(),
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow());
+      } else {
+        await db.deleteFrom('securityEvents').where('id', '=', added).execute();
+        added = undefined;
+      }
+    };
+    for (let round = 0; round < 300; round++) {
+      const [, listed] = await Promise.all([
+        change(),
+        gateway.app.inject({
+          method: 'GET',
+          url: '/api/v1/users/me/security-events',
+          headers: bearer(accessToken),
+        }),
+      ]);
+      const { list, pagination } = body(listed).data;
+      expect({ round, listed: list.length }).toEqual({ round, listed: pagination.totalItems });
+    }
+  });
 });
 
 describe('when the security log cannot be written', () => {

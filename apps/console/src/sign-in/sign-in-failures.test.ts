@@ -16,8 +16,12 @@ describe('sign-in failures', () => {
       verifyCodeFailure(
         failure(400, ['Validation failed', 'Invalid code', `${left} attempt(s) left for this code`]),
       );
-    expect(wrong('4')).toBe('That code is not right. Check the email and try again (4 tries left).');
-    expect(wrong('1')).toBe('That code is not right. Check the email and try again (one try left).');
+    expect(wrong('4')).toBe(
+      'That code is not right. Check the newest email, the only code that works, and try again (4 tries left).',
+    );
+    expect(wrong('1')).toBe(
+      'That code is not right. Check the newest email, the only code that works, and try again (one try left).',
+    );
     expect(
       verifyCodeFailure(
         failure(400, ['Validation failed', 'Invalid code', 'The code is now locked; request a new one']),

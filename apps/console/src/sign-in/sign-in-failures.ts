@@ -28,7 +28,8 @@ export function verifyCodeFailure(error: unknown): string {
     case 400: {
       // The API says how many wrong codes this code still takes ("4 attempt(s) left for this code"),
       // that this one was its last ("The code is now locked; request a new one"), or that the email
-      // takes no code for a while ("… no code is accepted for 86399 seconds").
+      // takes no code for a while ("… no code is accepted for 86399 seconds"). A code sent again
+      // replaces the one before: a person holding two emails may have typed the older one.
       const details = error.messages.join('\n');
       const wait = /no code is accepted for (\d+) seconds/.exec(details)?.[1];
       if (wait !== undefined)
@@ -37,7 +38,7 @@ export function verifyCodeFailure(error: unknown): string {
         return 'That code is not right, and after so many tries this code no longer works. Send a new code.';
       const left = /^(\d+) attempt/m.exec(details)?.[1];
       const tries = left === undefined ? '' : ` (${left === '1' ? 'one try' : `${left} tries`} left)`;
-      return `That code is not right. Check the email and try again${tries}.`;
+      return `That code is not right. Check the newest email, the only code that works, and try again${tries}.`;
     }
     case 404:
       return 'This code has expired or was already used. Send a new code.';

@@ -64,8 +64,11 @@ export default fp<ConsoleOptions>(
     app.addHook('onSend', (request, reply, _payload, done) => {
       if (isConsoleUrl(request.url)) {
         reply.header('content-security-policy', CONSOLE_CSP);
+        // A page that opened the console keeps no handle on it (to send it elsewhere later).
+        reply.header('cross-origin-opener-policy', 'same-origin');
         // http-security's hook, which runs before this one, made it no-store; the page is revalidated.
-        const immutable = request.url.startsWith(ASSETS) && reply.statusCode === 200;
+        // A 304 carries the asset's headers too: a cache updates what it stored from them.
+        const immutable = request.url.startsWith(ASSETS) && [200, 304].includes(reply.statusCode);
         reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
       }
       done();

@@ -194,8 +194,12 @@ export default fp<DocsOptions>(
         route.config = { ...route.config, envelope: false };
     });
     app.addHook('onSend', (request, reply, _payload, done) => {
-      if (request.url === PREFIX || request.url.startsWith(`${PREFIX}/`))
+      const path = request.url.split('?', 1)[0] ?? '';
+      if (path === PREFIX || path.startsWith(`${PREFIX}/`)) {
         reply.header('content-security-policy', DOCS_CSP);
+        // A page that opened this one keeps no handle on it (to send it elsewhere later).
+        reply.header('cross-origin-opener-policy', 'same-origin');
+      }
       done();
     });
     await app.register(swaggerUi, {

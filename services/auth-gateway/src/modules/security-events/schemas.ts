@@ -59,7 +59,7 @@ export const listSecurityEventsSchema = {
 };
 
 export function toSecurityEvent(
-  row: Awaited<ReturnType<typeof listEvents>>[number],
+  row: Awaited<ReturnType<typeof listEvents>>['events'][number],
 ): Static<typeof SecurityEvent> {
   return {
     _id: row.id,

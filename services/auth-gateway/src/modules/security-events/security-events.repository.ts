@@ -53,20 +53,30 @@ export async function insertSecurityEvent(
 const ofUser = (db: Kysely<Database>, userId: string) =>
   db.selectFrom('securityEvents').where('userId', '=', userId);
 
-export async function countEvents(db: Kysely<Database>, userId: string): Promise<number> {
-  const { count } = await ofUser(db, userId)
-    .select((eb) => eb.fn.countAll<string>().as('count'))
-    .executeTakeFirstOrThrow();
-  return Number(count);
-}
-
-/** Newest first; `id` breaks ties so pages never repeat or skip an event. */
-export function listEvents(db: Kysely<Database>, userId: string, page: { limit: number; offset: number }) {
-  return ofUser(db, userId)
+/**
+ * One page of the user's events, newest first (`id` breaks ties, so the order is total), and how
+ * many there are, counted in the same statement: the count and the page agree while events are
+ * added. A page past the end has no row to carry the count, which then costs a second query.
+ */
+export async function listEvents(
+  db: Kysely<Database>,
+  userId: string,
+  page: { limit: number; offset: number },
+) {
+  const rows = await ofUser(db, userId)
     .select(['id', 'type', 'createdAt', 'ipAddress', 'userAgent', 'sessionId'])
+    .select((eb) => eb.fn.countAll<string>().over().as('totalItems'))
     .orderBy('createdAt', 'desc')
     .orderBy('id', 'desc')
     .limit(page.limit)
     .offset(page.offset)
     .execute();
+  const first = rows[0];
+  if (first)
+    return { events: rows.map(({ totalItems: _, ...row }) => row), totalItems: Number(first.totalItems) };
+  if (page.offset === 0) return { events: [], totalItems: 0 };
+  const { count } = await ofUser(db, userId)
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .executeTakeFirstOrThrow();
+  return { events: [], totalItems: Number(count) };
 }

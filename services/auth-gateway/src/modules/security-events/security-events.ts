@@ -72,12 +72,8 @@ export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) 
     record,
 
     /** One page of the user's own events, newest first, and how many there are. */
-    async list(userId: string, query: PaginationQuery) {
-      const [totalItems, events] = await Promise.all([
-        repository.countEvents(db, userId),
-        repository.listEvents(db, userId, { limit: query.limit, offset: pageOffset(query) }),
-      ]);
-      return { events, totalItems };
+    list(userId: string, query: PaginationQuery) {
+      return repository.listEvents(db, userId, { limit: query.limit, offset: pageOffset(query) });
     },
 
     /** For events that follow an action already taken: the action stands, a failed write is logged. */

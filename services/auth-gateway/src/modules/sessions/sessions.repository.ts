@@ -507,9 +507,9 @@ const activePage = prepareQuery(
 );
 
 /**
- * One page of the user's active sessions, newest first (`id` breaks ties so pages never repeat or
- * skip a session), and how many there are: one scan of the index `sessions_user_active_idx`, in its
- * order. A page past the end has no row to carry the count, which then costs a second query.
+ * One page of the user's active sessions, newest first (`id` breaks ties, so the order is total),
+ * and how many there are, in the same statement: one scan of the index `sessions_user_active_idx`,
+ * in its order. A page past the end has no row to carry the count, which then costs a second query.
  */
 export async function listActiveSessions(
   db: Kysely<Database>,

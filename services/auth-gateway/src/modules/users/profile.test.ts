@@ -378,11 +378,21 @@ describe('username', () => {
 
   it('can be cleared before registration completes, which does not restart the cooldown', () => {
     const current = { ...REGISTERED, isRegistrationComplete: false };
-    expect(plan({ username: null }, current)).toEqual({
+    const at = new Date('2026-12-01T10:00:00.000Z');
+    expect(plan({ username: null }, current, { now: at })).toEqual({
       ok: true,
       changes: { username: null },
       events: [{ type: 'username_changed' }],
       completesRegistration: false,
+    });
+  });
+
+  it('cannot be cleared within the cooldown, which would keep the registration from completing until it ends', () => {
+    const current = { ...REGISTERED, isRegistrationComplete: false };
+    expect(plan({ username: null }, current)).toEqual({
+      ok: false,
+      status: 409,
+      details: ['username can be changed again at 2026-12-01T10:00:00.000Z'],
     });
   });
 

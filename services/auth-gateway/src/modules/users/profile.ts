@@ -55,7 +55,8 @@ export const UserPatch = Type.Object(
       `${USERNAME_MIN}–${USERNAME_MAX} of a–z 0–9 . _, not starting or ending with "."; stored lower-cased and unique ` +
         'case-insensitively (taken → 409). Setting it the first time is always allowed; changing it is allowed ' +
         'once per USERNAME_CHANGE_COOLDOWN (earlier → 409 giving the time it becomes possible). Sending the current ' +
-        'username changes nothing. null clears it, but not once registration is complete.',
+        'username changes nothing. null clears it (a change too, refused within the cooldown; it starts none), but not ' +
+        'once registration is complete.',
     ),
     countryCode: Clearable(
       Type.String({ pattern: '^[0-9]{1,3}$' }),
@@ -684,13 +685,15 @@ export function planProfileUpdate(body: unknown, context: ProfileContext): Profi
   };
   for (const field of PLAIN_FIELD_NAMES) write(field);
 
-  if (changes.username !== undefined && changes.username !== null) {
+  // Clearing it is a change too: cleared within the cooldown, it could not be set again until the
+  // cooldown ends, and the registration it is required for could not complete. It starts none.
+  if (changes.username !== undefined) {
     const last = current.lastUsernameChangeDate;
     const allowedFrom = last && new Date(last.getTime() + context.usernameChangeCooldownSeconds * 1000);
     if (allowedFrom && now.getTime() < allowedFrom.getTime()) {
       conflicts.push(`username can be changed again at ${allowedFrom.toISOString()}`);
     }
-    changes.lastUsernameChangeDate = now;
+    if (changes.username !== null) changes.lastUsernameChangeDate = now;
   }
 
   if (problems.length > 0) return { ok: false, status: 400, details: problems };

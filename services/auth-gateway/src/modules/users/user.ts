@@ -2,10 +2,12 @@ import { named } from '@tessera/contracts';
 import type { Selectable } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { UsersTable } from '../../database.ts';
+import { AVAILABILITY_STATUSES, GENDERS } from './profile.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Text = Nullable(Type.String());
 const Time = Nullable(Type.String({ format: 'date-time' }));
+const OneOf = (values: readonly string[]) => Nullable(Type.Enum([...values]));
 
 const USER = "The account's profile: every field of the specification, plus `_id`, `createdAt`, `updatedAt`";
 
@@ -23,9 +25,9 @@ export const User = named(
       signupSource: Text,
       signupCampaign: Text,
       profilePhoto: Text,
-      availabilityStatus: Text,
+      availabilityStatus: OneOf(AVAILABILITY_STATUSES),
       birthDate: Time,
-      gender: Text,
+      gender: OneOf(GENDERS),
       interests: Type.Array(Type.String()),
       expertise: Text,
       email: Type.String(),
@@ -50,7 +52,7 @@ export const User = named(
       lastLogin: Time,
       timezone: Text,
       lastUsernameChangeDate: Time,
-      accountDeletionStatus: Text,
+      accountDeletionStatus: OneOf(['scheduled', 'cancelled', 'finalized']),
       accountDeletionRequestedAt: Time,
       accountDeletionScheduledFor: Time,
       accountDeletionCancelledAt: Time,
