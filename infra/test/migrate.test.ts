@@ -86,10 +86,10 @@ it('clears the sealed successors of tokens rotated before the grace window, once
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    // A database as an earlier version left it: its last migration not yet applied, and tokens
-    // rotated an hour ago and a minute ago, each with its sealed successor.
+    // A database as an earlier version left it: that migration and the later ones not yet applied,
+    // and tokens rotated an hour ago and a minute ago, each with its sealed successor.
     await client.query(
-      `delete from kysely_migration where name = '2026_11_27_000300_refresh_tokens_successors_cleared'`,
+      `delete from kysely_migration where name >= '2026_11_27_000300_refresh_tokens_successors_cleared'`,
     );
     await client.query(`
       with u as (insert into users (email) values ('old@example.com') returning id),

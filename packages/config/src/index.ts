@@ -47,7 +47,7 @@ const redisUrl = variable(
   Type.String({
     minLength: 1,
     default: 'redis://127.0.0.1:6379',
-    description: 'Redis: codes, active sessions, limits and the queue.',
+    description: 'Redis (`redis://` or `rediss://`): codes, active sessions, limits and the queue.',
   }),
 );
 const redisClusterNodes = variable(
@@ -66,7 +66,7 @@ const bullmqPrefix = variable(
     minLength: 1,
     default: '{tessera}',
     description:
-      'BullMQ key prefix of the `email` queue, a hash tag for Redis Cluster; gateway and mailer must agree. Changing it orphans queued jobs.',
+      'BullMQ key prefix of the `email` queue, no blanks; with `REDIS_CLUSTER_NODES` it must hold a hash tag (`{…}`). Gateway and mailer must agree. Changing it orphans queued jobs.',
   }),
 );
 
@@ -90,6 +90,32 @@ const shutdownTimeout = variable(
       'Seconds a SIGTERM/SIGINT drain may take, at most an hour (in-flight requests and jobs finish, then exit 0); past it the process exits 1.',
   }),
 );
+
+/**
+ * What both services must agree on about Redis and the queue, beyond each value's own form: checked
+ * as each loads its configuration (the values are not quoted back: REDIS_URL may hold a password).
+ */
+export function checkQueueSettings({
+  redisUrl,
+  clusterNodes,
+  bullmqPrefix,
+}: {
+  redisUrl: string;
+  clusterNodes: string;
+  bullmqPrefix: string;
+}): void {
+  // ioredis reads any other URL as the path of a Unix socket, and says so with the whole URL.
+  if (!/^rediss?:\/\//.test(redisUrl))
+    throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://');
+  // A stray blank (a CRLF .env file) would name another queue than the other service's.
+  if (/\s/.test(bullmqPrefix))
+    throw new ConfigError('Invalid configuration: BULLMQ_PREFIX must not contain blanks');
+  // Redis hashes the part between the first { and the next } only: one slot for every queue key.
+  if (clusterNodes !== '' && !/^[^{]*\{[^}]+\}/.test(bullmqPrefix))
+    throw new ConfigError(
+      'Invalid configuration: BULLMQ_PREFIX must hold a hash tag, such as {tessera}, when REDIS_CLUSTER_NODES is set (BullMQ needs every key of the queue in one slot)',
+    );
+}
 
 /** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
 export const shared = {

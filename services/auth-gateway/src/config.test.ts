@@ -44,6 +44,47 @@ describe('loadConfig', () => {
     expect(listenHost(loadConfig({ ...production, HOST: '10.0.0.5' }))).toBe('10.0.0.5');
   });
 
+  it('refuses what would start and then fail requests or sign users out, in one line naming the variable', () => {
+    expect(() => loadConfig({ ACCESS_TOKEN_TTL: '3600', REFRESH_TOKEN_TTL: '1800' })).toThrowError(
+      'Invalid configuration: REFRESH_TOKEN_TTL must not be shorter than ACCESS_TOKEN_TTL (a session ends when its refresh token expires)',
+    );
+    expect(loadConfig({ ACCESS_TOKEN_TTL: '900', REFRESH_TOKEN_TTL: '900' }).sessions.refreshTokenTtl).toBe(
+      900,
+    );
+    // Read by ioredis as a Unix socket's path, and said back with the password in it.
+    for (const url of ['http://:s3cret@127.0.0.1:6379', 'redis//:s3cret@127.0.0.1:6379'])
+      expect(() => loadConfig({ REDIS_URL: url })).toThrowError(
+        /^Invalid configuration: REDIS_URL must start with redis:\/\/ or rediss:\/\/$/,
+      );
+    expect(loadConfig({ REDIS_URL: 'rediss://:s3cret@cache:6380' }).redis.url).toBe(
+      'rediss://:s3cret@cache:6380',
+    );
+    expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrowError(
+      'Invalid configuration: DATABASE_URL must start with postgres:// or postgresql://',
+    );
+    expect(() => loadConfig({ BULLMQ_PREFIX: '{tessera}\r' })).toThrowError(
+      'Invalid configuration: BULLMQ_PREFIX must not contain blanks',
+    );
+    const cluster = { REDIS_CLUSTER_NODES: '10.0.0.1:6379,10.0.0.2:6379' };
+    expect(() => loadConfig({ ...cluster, BULLMQ_PREFIX: 'bull' })).toThrowError(
+      /^Invalid configuration: BULLMQ_PREFIX must hold a hash tag, such as \{tessera\}, when REDIS_CLUSTER_NODES is set/,
+    );
+    expect(loadConfig({ ...cluster, BULLMQ_PREFIX: 'app{mail}' }).mail.queuePrefix).toBe('app{mail}');
+    expect(loadConfig({ BULLMQ_PREFIX: 'bull' }).mail.queuePrefix).toBe('bull');
+    for (const name of ['JWT_ISSUER', 'JWT_AUDIENCE'])
+      expect(() => loadConfig({ [name]: 'https://auth.example.com\r' })).toThrowError(
+        `Invalid configuration: ${name} must not begin or end with a blank`,
+      );
+  });
+
+  it('reads TRUST_PROXY with the blanks of a CRLF env file around it', () => {
+    const { trustProxy } = loadConfig({ TRUST_PROXY: '1\r' }).http;
+    expect(
+      typeof trustProxy === 'function' && [trustProxy('10.0.0.1', 0), trustProxy('10.0.0.1', 1)],
+    ).toEqual([true, false]);
+    expect(loadConfig({ TRUST_PROXY: ' true ' }).http.trustProxy).toBe(true);
+  });
+
   it('fails with one line naming a malformed variable', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrowError(
       /^Invalid configuration: PORT must be a whole number in decimal digits$/,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
+  checkQueueSettings,
   parseSetting,
   readConfig,
   requireInProduction,
@@ -82,7 +83,7 @@ export const GatewayConfigSchema = Type.Object({
     url: Text(
       'DATABASE_URL',
       'postgres://postgres@127.0.0.1:5432/tessera',
-      'Postgres. `pnpm db:migrate` creates the database in development.',
+      'Postgres (`postgres://` or `postgresql://`). `pnpm db:migrate` creates the database in development.',
       NOT_EMPTY,
     ),
     poolSize: Int(
@@ -155,7 +156,7 @@ export const GatewayConfigSchema = Type.Object({
     refreshTokenTtl: Int(
       'REFRESH_TOKEN_TTL',
       2_592_000,
-      'Refresh-token lifetime, seconds (at most a year); each refresh extends the session by this much.',
+      'Refresh-token lifetime, seconds (at most a year, not shorter than `ACCESS_TOKEN_TTL`); each refresh extends the session by this much.',
       { maximum: YEAR },
     ),
     refreshReuseGrace: Int(
@@ -360,15 +361,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(
       'Invalid configuration: REFRESH_REUSE_GRACE must be shorter than ACCESS_TOKEN_TTL and REFRESH_TOKEN_TTL',
     );
+  // The session's key expires with its refresh token: an access token that outlived it would be
+  // refused while a client, which refreshes by the access token's lifetime, holds it still valid.
+  if (refreshTokenTtl < config.jwt.accessTokenTtl)
+    throw new ConfigError(
+      'Invalid configuration: REFRESH_TOKEN_TTL must not be shorter than ACCESS_TOKEN_TTL (a session ends when its refresh token expires)',
+    );
   // A client sends the version back as the registration advertised it, and a client trims it: one
-  // with blanks around it (a stray space in an env file) could never be accepted.
+  // with blanks around it (a stray space in an env file) could never be accepted. A verifier
+  // compares the issuer and audience of a token exactly.
   for (const [name, version] of [
     ['PRIVACY_POLICY_VERSION', config.policies.privacyPolicyVersion],
     ['TERMS_OF_USE_VERSION', config.policies.termsOfUseVersion],
     ['CONSENT_FORM_VERSION', config.policies.consentFormVersion],
+    ['JWT_ISSUER', config.jwt.issuer],
+    ['JWT_AUDIENCE', config.jwt.audience],
   ] as const)
     if (version !== undefined && version !== version.trim())
       throw new ConfigError(`Invalid configuration: ${name} must not begin or end with a blank`);
+  if (!/^postgres(ql)?:\/\//.test(config.database.url))
+    throw new ConfigError('Invalid configuration: DATABASE_URL must start with postgres:// or postgresql://');
+  checkQueueSettings({
+    redisUrl: config.redis.url,
+    clusterNodes: config.redis.clusterNodes,
+    bullmqPrefix: config.mail.queuePrefix,
+  });
   const { jobKey, ...mail } = config.mail;
   return Object.freeze({
     ...config,
@@ -393,7 +410,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   });
 }
 
-function parseTrustProxy(value: string): TrustProxy {
+function parseTrustProxy(setting: string): TrustProxy {
+  // A CRLF .env file's `1\r` is the hop count 1.
+  const value = setting.trim();
   if (value === 'true' || value === 'false' || value === '') return value === 'true';
   // A hop count: trust that many proxies in front of the gateway.
   if (/^\d+$/.test(value)) return (_address, hop) => hop < Number(value);

@@ -109,4 +109,5 @@ export const MIGRATIONS: readonly string[] = [
   "2026_11_27_000100_rotated_refresh_tokens_index",
   "2026_11_27_000200_refresh_tokens_updated_in_place",
   "2026_11_27_000300_refresh_tokens_successors_cleared",
+  "2026_11_28_000100_vacuumed_sooner",
 ];

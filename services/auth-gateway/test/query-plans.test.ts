@@ -9,6 +9,7 @@ import type { Database } from '../src/database.ts';
 import * as retention from '../src/modules/housekeeping/retention.repository.ts';
 import { retentionBatches } from '../src/modules/housekeeping/retention.ts';
 import * as sessions from '../src/modules/sessions/sessions.repository.ts';
+import { upsertOnSignIn, upsertOnSignInQuery } from '../src/modules/users/users.repository.ts';
 
 let database: TestDatabase;
 let db: Kysely<Database>;
@@ -81,6 +82,25 @@ describe("one user's sessions", () => {
   });
 });
 
+/** For each of `tables`: the rows `run` updated, and how many of them in place (HOT), in one transaction. */
+async function updatesOf(tables: string[], run: (trx: Kysely<Database>) => Promise<unknown>) {
+  return db.transaction().execute(async (trx) => {
+    // This connection's counts not yet reported include its statements before: the difference counts.
+    const counts = async () => {
+      const { rows: stats } = await sql<{ relname: string; updated: string; hot: string }>`
+        select relname, n_tup_upd as updated, n_tup_hot_upd as hot from pg_stat_xact_user_tables
+        where relname in (${sql.join(tables)}) order by relname`.execute(trx);
+      return stats.map(({ updated, hot }) => [Number(updated), Number(hot)]);
+    };
+    const before = await counts();
+    await run(trx);
+    const after = await counts();
+    return [...tables]
+      .sort()
+      .map((table, i) => [table, ...(after[i] ?? []).map((count, j) => count - (before[i]?.[j] ?? 0))]);
+  });
+}
+
 describe('a refresh', () => {
   it('updates its token and its session in place (HOT): no index entry for either', async () => {
     const { rows } = await pool.query<{ tokenHash: Buffer }>(
@@ -88,15 +108,7 @@ describe('a refresh', () => {
         where t.rotated_at is null and s.ended_at is null limit 1`,
     );
     const now = new Date();
-    const hot = await db.transaction().execute(async (trx) => {
-      // This connection's counts not yet reported include its statements before: the difference counts.
-      const counts = async () => {
-        const { rows: stats } = await sql<{ relname: string; updated: string; hot: string }>`
-          select relname, n_tup_upd as updated, n_tup_hot_upd as hot from pg_stat_xact_user_tables
-          where relname in ('refresh_tokens', 'sessions') order by relname`.execute(trx);
-        return stats.map(({ updated, hot }) => [Number(updated), Number(hot)]);
-      };
-      const before = await counts();
+    const updates = await updatesOf(['refresh_tokens', 'sessions'], async (trx) => {
       const rotated = await sessions.rotateRefreshToken(trx, {
         tokenHash: rows[0]?.tokenHash as Buffer,
         successorHash: randomBytes(32),
@@ -105,16 +117,20 @@ describe('a refresh', () => {
         expiresAt: new Date(now.getTime() + 86_400_000),
       });
       expect(rotated).toBeDefined();
-      const after = await counts();
-      return ['refresh_tokens', 'sessions'].map((table, i) => [
-        table,
-        ...(after[i] ?? []).map((count, j) => count - (before[i]?.[j] ?? 0)),
-      ]);
     });
-    expect(hot).toEqual([
+    expect(updates).toEqual([
       ['refresh_tokens', 1, 1],
       ['sessions', 1, 1],
     ]);
+  });
+});
+
+describe("a returning user's sign-in", () => {
+  it('sets last_login in place (HOT), even on a page filled by inserts: no entry in any index of users', async () => {
+    const updates = await updatesOf(['users'], (trx) =>
+      upsertOnSignInQuery(trx, upsertOnSignIn('other-7@example.com', new Date())).execute(),
+    );
+    expect(updates).toEqual([['users', 1, 1]]);
   });
 });
 

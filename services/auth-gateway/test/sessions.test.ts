@@ -161,7 +161,10 @@ describe('POST /api/v1/auth/logout', () => {
 
   it('lists and counts only the sessions that are active: an expired one is neither listed nor revoked', async () => {
     const ownClock = manualClock();
-    const own = await startGateway({ REFRESH_TOKEN_TTL: '600' }, { clock: ownClock });
+    const own = await startGateway(
+      { REFRESH_TOKEN_TTL: '600', ACCESS_TOKEN_TTL: '300' },
+      { clock: ownClock },
+    );
     try {
       await signIn(own.app, 'gil@example.com');
       ownClock.advance(601);
@@ -233,7 +236,7 @@ describe('a session past REFRESH_TOKEN_TTL since its sign-in', () => {
   const ownClock = manualClock();
   let own: TestGateway;
   beforeAll(async () => {
-    own = await startGateway({ REFRESH_TOKEN_TTL: '600' }, { clock: ownClock });
+    own = await startGateway({ REFRESH_TOKEN_TTL: '600', ACCESS_TOKEN_TTL: '300' }, { clock: ownClock });
   });
   afterAll(() => own.close());
   const refresh = async (refreshToken: string) => {

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { ConfigError, configTable, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, MailerConfigSchema } from './config.ts';
+import { loadConfig, loadQueueConfig, MailerConfigSchema } from './config.ts';
 
 /** The one-line message an operator sees when the mailer refuses to start. */
 function startupError(env: NodeJS.ProcessEnv): string {
@@ -50,6 +50,31 @@ describe('loadConfig', () => {
       }),
     ).toBe(
       "Invalid configuration: MAIL_JOB_KEY holds the development key, which Tessera's source publishes: generate one",
+    );
+  });
+
+  it('refuses in production the development sender, at a .localhost domain that receivers refuse', () => {
+    const production = {
+      APP_ENV: 'production',
+      SMTP_URL: 'smtps://smtp.example.com:465',
+      MAIL_JOB_KEY: `k1:${'A'.repeat(43)}=`,
+    };
+    for (const from of ['Tessera <no-reply@tessera.localhost>', 'no-reply@localhost'])
+      expect(startupError({ ...production, MAIL_FROM: from }), from).toBe(
+        'Invalid configuration: MAIL_FROM must not be at localhost or a .localhost domain in production (receivers refuse it): use your domain',
+      );
+    expect(loadConfig({ ...production, MAIL_FROM: 'Acme <no-reply@localhost.example.com>' }).smtp.from).toBe(
+      'Acme <no-reply@localhost.example.com>',
+    );
+  });
+
+  it('refuses a queue on a Redis Cluster whose BULLMQ_PREFIX holds no hash tag, and a REDIS_URL of another scheme', () => {
+    expect(startupError({ REDIS_CLUSTER_NODES: '10.0.0.1:6379', BULLMQ_PREFIX: 'bull' })).toMatch(
+      /^Invalid configuration: BULLMQ_PREFIX must hold a hash tag/,
+    );
+    expect(loadQueueConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:6379' }).prefix).toBe('{tessera}');
+    expect(() => loadQueueConfig({ REDIS_URL: 'http://:s3cret@cache:6379' })).toThrowError(
+      /^Invalid configuration: REDIS_URL must start with redis:\/\/ or rediss:\/\/$/,
     );
   });
 

@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   ConfigError,
+  checkQueueSettings,
   parseSetting,
   readConfig,
   requireInProduction,
@@ -41,7 +42,7 @@ export const MailerConfigSchema = Type.Object({
       Type.String({
         default: 'Tessera <no-reply@tessera.localhost>',
         description:
-          'Sender. Its display name (or, without one, its domain) names the product in the emails: `7531 is your Acme sign-in code`. Required in production.',
+          'Sender. Its display name (or, without one, its domain) names the product in the emails: `7531 is your Acme sign-in code`. Required in production, and not at a `.localhost` domain there.',
       }),
     ),
     outboxDir: variable(
@@ -177,6 +178,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   const problem = senderProblem(config.smtp.from.trim());
   if (problem) throw new ConfigError(`Invalid configuration: MAIL_FROM ${problem}`);
   const production = env.APP_ENV === 'production';
+  // The development sender (docker-compose.yml's too): mail from a reserved domain is refused or junk.
+  if (production && /@(?:[^@>]*\.)?localhost>?$/i.test(config.smtp.from.trim()))
+    throw new ConfigError(
+      'Invalid configuration: MAIL_FROM must not be at localhost or a .localhost domain in production (receivers refuse it): use your domain',
+    );
+  checkQueueSettings({ ...config.queue, bullmqPrefix: config.queue.prefix });
   return Object.freeze({
     ...config,
     mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey, production)),
@@ -187,5 +194,7 @@ export type QueueConfig = Static<typeof queue>;
 
 /** Just where the queue is, for the operator commands: they need no SMTP settings, even in production. */
 export function loadQueueConfig(env: NodeJS.ProcessEnv = process.env): QueueConfig {
-  return readConfig(queue, env);
+  const config = readConfig(queue, env);
+  checkQueueSettings({ ...config, bullmqPrefix: config.prefix });
+  return config;
 }
