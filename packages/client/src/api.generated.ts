@@ -416,9 +416,11 @@ export interface components {
             signupSource: string | null;
             signupCampaign: string | null;
             profilePhoto: string | null;
-            availabilityStatus: ("available" | "busy" | "away" | "offline") | null;
+            /** @enum {string|null} */
+            availabilityStatus: "available" | "busy" | "away" | "offline" | null;
             birthDate: string | null;
-            gender: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
+            /** @enum {string|null} */
+            gender: "female" | "male" | "non-binary" | "other" | "prefer-not-to-say" | null;
             interests: string[];
             expertise: string | null;
             email: string;
@@ -443,7 +445,8 @@ export interface components {
             lastLogin: string | null;
             timezone: string | null;
             lastUsernameChangeDate: string | null;
-            accountDeletionStatus: ("scheduled" | "cancelled" | "finalized") | null;
+            /** @enum {string|null} */
+            accountDeletionStatus: "scheduled" | "cancelled" | "finalized" | null;
             accountDeletionRequestedAt: string | null;
             accountDeletionScheduledFor: string | null;
             accountDeletionCancelledAt: string | null;

@@ -104,9 +104,13 @@ export function checkQueueSettings({
   clusterNodes: string;
   bullmqPrefix: string;
 }): void {
-  // ioredis reads any other URL as the path of a Unix socket, and says so with the whole URL.
-  if (!/^rediss?:\/\//.test(redisUrl))
-    throw new ConfigError('Invalid configuration: REDIS_URL must start with redis:// or rediss://');
+  // What ioredis reads: a redis(s):// URL, a Unix socket's path, or `host:port` (with `user:pass@`).
+  // Anything else with a slash (`http://…`, `redis//…`) it reads as a socket path, and says so with
+  // the whole value, password included.
+  if (!/^(rediss?:\/\/|\/|[^/]*$)/i.test(redisUrl))
+    throw new ConfigError(
+      "Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL (or host:port, or a Unix socket's path)",
+    );
   // A stray blank (a CRLF .env file) would name another queue than the other service's.
   if (/\s/.test(bullmqPrefix))
     throw new ConfigError('Invalid configuration: BULLMQ_PREFIX must not contain blanks');

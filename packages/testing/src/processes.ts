@@ -223,7 +223,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       await server.start();
       return server;
     } catch (error) {
-      if (attempt === 3) throw error;
+      if (attempt === 3) {
+        await rm(dir, { recursive: true, force: true });
+        throw error;
+      }
     }
   }
 }
@@ -302,7 +305,11 @@ export async function startPgBouncer(
           await rm(dir, { recursive: true, force: true });
         },
       };
-    if (attempt === 3) throw new Error(`pgbouncer on ${port}: exited at start, three times`);
+    if (attempt === 3) {
+      const log = await readFile(path.join(dir, 'log'), 'utf8').catch(() => '');
+      await rm(dir, { recursive: true, force: true });
+      throw new Error(`pgbouncer on ${port}: exited at start, three times\n${log}`);
+    }
   }
 }
 

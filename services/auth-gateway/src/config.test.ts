@@ -52,16 +52,31 @@ describe('loadConfig', () => {
       900,
     );
     // Read by ioredis as a Unix socket's path, and said back with the password in it.
-    for (const url of ['http://:s3cret@127.0.0.1:6379', 'redis//:s3cret@127.0.0.1:6379'])
-      expect(() => loadConfig({ REDIS_URL: url })).toThrowError(
-        /^Invalid configuration: REDIS_URL must start with redis:\/\/ or rediss:\/\/$/,
+    for (const url of [
+      'http://:s3cret@127.0.0.1:6379',
+      'redis//:s3cret@127.0.0.1:6379',
+      'redis:/:s3cret@cache',
+    ])
+      expect(() => loadConfig({ REDIS_URL: url }), url).toThrowError(
+        "Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL (or host:port, or a Unix socket's path)",
       );
-    expect(loadConfig({ REDIS_URL: 'rediss://:s3cret@cache:6380' }).redis.url).toBe(
-      'rediss://:s3cret@cache:6380',
-    );
+    // What ioredis reads as meant.
+    for (const url of [
+      'rediss://user:s3cret@cache:6380/2',
+      'REDIS://[::1]:6379',
+      '/var/run/redis.sock',
+      'cache:6379',
+      ':s3cret@cache:6379',
+    ])
+      expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
     expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrowError(
-      'Invalid configuration: DATABASE_URL must start with postgres:// or postgresql://',
+      "Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (or socket:, or a Unix socket folder's path)",
     );
+    for (const url of [
+      'postgresql:///tessera?host=/var/run/postgresql',
+      'socket:/var/run/postgresql?db=tessera',
+    ])
+      expect(loadConfig({ DATABASE_URL: url }).database.url).toBe(url);
     expect(() => loadConfig({ BULLMQ_PREFIX: '{tessera}\r' })).toThrowError(
       'Invalid configuration: BULLMQ_PREFIX must not contain blanks',
     );

@@ -331,12 +331,12 @@ export type GatewayConfig = Readonly<
   }
 >;
 
-/** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
 /** Where the public API listens: HOST, else every interface in production and this machine only otherwise. */
 export function listenHost(config: GatewayConfig): string {
   return config.http.host ?? (config.env === 'production' ? '0.0.0.0' : 'localhost');
 }
 
+/** Reads, validates and freezes the gateway configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = readConfig(GatewayConfigSchema, env);
   requireInProduction(env, [['JWT_PRIVATE_KEY', 'JWT_PRIVATE_KEY_FILE'], ['OTP_SECRET'], ['MAIL_JOB_KEY']]);
@@ -379,8 +379,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   ] as const)
     if (version !== undefined && version !== version.trim())
       throw new ConfigError(`Invalid configuration: ${name} must not begin or end with a blank`);
-  if (!/^postgres(ql)?:\/\//.test(config.database.url))
-    throw new ConfigError('Invalid configuration: DATABASE_URL must start with postgres:// or postgresql://');
+  // What node-postgres reads: a URL, `socket:` or a socket folder's path. Anything else it reads as a
+  // host named by part of the value ("getaddrinfo ENOTFOUND base"), which says nothing of the variable.
+  if (!/^(postgres(ql)?:\/\/|socket:|\/)/i.test(config.database.url))
+    throw new ConfigError(
+      "Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (or socket:, or a Unix socket folder's path)",
+    );
   checkQueueSettings({
     redisUrl: config.redis.url,
     clusterNodes: config.redis.clusterNodes,

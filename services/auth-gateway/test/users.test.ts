@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
 import {
   bearer,
   body,
@@ -56,6 +57,26 @@ describe('GET /api/v1/users/me', () => {
     expect(body(me).data).toEqual(user);
     expect(Object.keys(body(me).data)).toHaveLength(43);
     expect((await gateway.app.inject({ url: ME })).statusCode).toBe(401);
+  });
+
+  it('answers with a value stored outside its documented list as it is, not a 500 (an import, an edit by hand)', async () => {
+    // As it serves in production: no check of its answers against the document.
+    const served = await buildApp(gateway.config, { clock });
+    try {
+      const { user } = await signIn(served, 'imported@example.com');
+      await gateway.app.db
+        .updateTable('users')
+        .set({ gender: 'Female', availabilityStatus: 'dnd' })
+        .where('id', '=', user._id)
+        .execute();
+      const again = await signIn(served, 'imported@example.com');
+      expect(again.user).toMatchObject({ gender: 'Female', availabilityStatus: 'dnd' });
+      const me = await served.inject({ url: ME, headers: bearer(again.accessToken) });
+      expect(me.statusCode).toBe(200);
+      expect(body(me).data).toMatchObject({ gender: 'Female', availabilityStatus: 'dnd' });
+    } finally {
+      await served.close();
+    }
   });
 });
 

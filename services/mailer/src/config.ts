@@ -179,7 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   if (problem) throw new ConfigError(`Invalid configuration: MAIL_FROM ${problem}`);
   const production = env.APP_ENV === 'production';
   // The development sender (docker-compose.yml's too): mail from a reserved domain is refused or junk.
-  if (production && /@(?:[^@>]*\.)?localhost>?$/i.test(config.smtp.from.trim()))
+  if (production && /@(?:[^@>]*\.)?localhost\.?>?$/i.test(config.smtp.from.trim()))
     throw new ConfigError(
       'Invalid configuration: MAIL_FROM must not be at localhost or a .localhost domain in production (receivers refuse it): use your domain',
     );

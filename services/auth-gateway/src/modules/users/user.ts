@@ -7,7 +7,10 @@ import { AVAILABILITY_STATUSES, GENDERS } from './profile.ts';
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Text = Nullable(Type.String());
 const Time = Nullable(Type.String({ format: 'date-time' }));
-const OneOf = (values: readonly string[]) => Nullable(Type.Enum([...values]));
+// One of a closed list, or null: typed so by the document, serialized as any string. A value stored
+// outside the list (an import, an edit by hand) must not turn every answer carrying the user into a 500.
+const OneOf = <const T extends readonly string[]>(values: T) =>
+  Type.Unsafe<T[number] | null>({ type: ['string', 'null'], enum: [...values, null] });
 
 const USER = "The account's profile: every field of the specification, plus `_id`, `createdAt`, `updatedAt`";
 
@@ -143,6 +146,10 @@ export function toUser(row: UserRow): User {
     accountDeletionFinalizedAt: iso(row.accountDeletionFinalizedAt),
     minutePriceInLiveStream: Number(minutePriceInLiveStream),
     creditBalance: Number(creditBalance),
+    // As stored: the API writes only values of their lists, and anything else is sent as it is.
+    gender: row.gender as User['gender'],
+    availabilityStatus: row.availabilityStatus as User['availabilityStatus'],
+    accountDeletionStatus: row.accountDeletionStatus as User['accountDeletionStatus'],
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
