@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isPostgresUrl } from '@tessera/config';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
@@ -138,6 +139,13 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
 if (import.meta.main) {
   const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const appEnv = process.env.APP_ENV ?? 'development';
+  // Not quoted back: node-postgres would read another form as a socket folder, password included.
+  if (!isPostgresUrl(databaseUrl)) {
+    console.error(
+      'Migration failed: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
+    );
+    process.exit(1);
+  }
   try {
     if (appEnv === 'development' && (await createDatabaseIfMissing(databaseUrl))) {
       console.log('Created database %s', new URL(databaseUrl).pathname.slice(1));

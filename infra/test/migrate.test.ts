@@ -122,3 +122,11 @@ it("migrates where the role or database has the gateway's timeouts, which are no
   }
   expect((await migrateToLatest(url)).length).toBeGreaterThan(0);
 });
+
+it('refuses a DATABASE_URL that is no Postgres URL, without saying it back (its password)', async () => {
+  const refused = await migrate('//app:s3cret@db.example.com/tessera');
+  expect(refused.code).toBe(1);
+  expect(refused.stderr.trim()).toBe(
+    'Migration failed: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
+  );
+});

@@ -47,7 +47,8 @@ const redisUrl = variable(
   Type.String({
     minLength: 1,
     default: 'redis://127.0.0.1:6379',
-    description: 'Redis (`redis://` or `rediss://`): codes, active sessions, limits and the queue.',
+    description:
+      "Redis: a `redis://` or `rediss://` URL (or, without a cluster, a Unix socket's path); codes, active sessions, limits and the queue.",
   }),
 );
 const redisClusterNodes = variable(
@@ -104,12 +105,13 @@ export function checkQueueSettings({
   clusterNodes: string;
   bullmqPrefix: string;
 }): void {
-  // What ioredis reads: a redis(s):// URL, a Unix socket's path, or `host:port` (with `user:pass@`).
-  // Anything else with a slash (`http://…`, `redis//…`) it reads as a socket path, and says so with
-  // the whole value, password included.
-  if (!/^(rediss?:\/\/|\/|[^/]*$)/i.test(redisUrl))
+  // A redis:// or rediss:// URL, in lower case (ioredis turns TLS on for `rediss://` only as written),
+  // or without a cluster a Unix socket's path (no credentials in it). Anything else with a slash
+  // (`http://…`, `redis//…`, `/:pass@host`) ioredis reads as a socket path and says so with the whole
+  // value, password included; a cluster's options are read from it as a URL.
+  if (!/^rediss?:\/\//.test(redisUrl) && (clusterNodes !== '' || !/^\/(?!\/)[^@]*$/.test(redisUrl)))
     throw new ConfigError(
-      "Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL (or host:port, or a Unix socket's path)",
+      `Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL${clusterNodes === '' ? " (or a Unix socket's path)" : ''}`,
     );
   // A stray blank (a CRLF .env file) would name another queue than the other service's.
   if (/\s/.test(bullmqPrefix))
@@ -120,6 +122,12 @@ export function checkQueueSettings({
       'Invalid configuration: BULLMQ_PREFIX must hold a hash tag, such as {tessera}, when REDIS_CLUSTER_NODES is set (BullMQ needs every key of the queue in one slot)',
     );
 }
+
+/**
+ * Whether DATABASE_URL is a Postgres URL, the one form both the gateway and `pnpm db:migrate` read
+ * (a Unix socket too: `postgres:///tessera?host=/var/run/postgresql`).
+ */
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
 
 /** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
 export const shared = {

@@ -51,32 +51,33 @@ describe('loadConfig', () => {
     expect(loadConfig({ ACCESS_TOKEN_TTL: '900', REFRESH_TOKEN_TTL: '900' }).sessions.refreshTokenTtl).toBe(
       900,
     );
-    // Read by ioredis as a Unix socket's path, and said back with the password in it.
+    // Read by ioredis as a Unix socket's path and said back, password included; or, upper-case, not
+    // over TLS; or, on a cluster, without the credentials.
     for (const url of [
       'http://:s3cret@127.0.0.1:6379',
       'redis//:s3cret@127.0.0.1:6379',
       'redis:/:s3cret@cache',
+      '/:s3cret@cache:6379',
+      'REDISS://:s3cret@cache:6380',
+      'rediss::s3cret@cache:6380',
+      'user:s3cret@cache:6379',
     ])
       expect(() => loadConfig({ REDIS_URL: url }), url).toThrowError(
-        "Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL (or host:port, or a Unix socket's path)",
+        "Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL (or a Unix socket's path)",
       );
-    // What ioredis reads as meant.
-    for (const url of [
-      'rediss://user:s3cret@cache:6380/2',
-      'REDIS://[::1]:6379',
-      '/var/run/redis.sock',
-      'cache:6379',
-      ':s3cret@cache:6379',
-    ])
+    for (const url of ['rediss://user:s3cret@cache:6380/2', 'redis://[::1]:6379', '/var/run/redis.sock?db=2'])
       expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
-    expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrowError(
-      "Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (or socket:, or a Unix socket folder's path)",
+    const nodes = { REDIS_CLUSTER_NODES: '10.0.0.1:6379' };
+    expect(() => loadConfig({ ...nodes, REDIS_URL: '/var/run/redis.sock' })).toThrowError(
+      /^Invalid configuration: REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL$/,
     );
-    for (const url of [
+    for (const url of ['not a url', '//app:s3cret@db:5432/tessera', 'socket:/var/run/postgresql?db=tessera'])
+      expect(() => loadConfig({ DATABASE_URL: url }), url).toThrowError(
+        'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
+      );
+    expect(loadConfig({ DATABASE_URL: 'postgresql:///tessera?host=/var/run/postgresql' }).database.url).toBe(
       'postgresql:///tessera?host=/var/run/postgresql',
-      'socket:/var/run/postgresql?db=tessera',
-    ])
-      expect(loadConfig({ DATABASE_URL: url }).database.url).toBe(url);
+    );
     expect(() => loadConfig({ BULLMQ_PREFIX: '{tessera}\r' })).toThrowError(
       'Invalid configuration: BULLMQ_PREFIX must not contain blanks',
     );

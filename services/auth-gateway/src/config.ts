@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   checkQueueSettings,
+  isPostgresUrl,
   parseSetting,
   readConfig,
   requireInProduction,
@@ -83,7 +84,7 @@ export const GatewayConfigSchema = Type.Object({
     url: Text(
       'DATABASE_URL',
       'postgres://postgres@127.0.0.1:5432/tessera',
-      'Postgres (`postgres://` or `postgresql://`). `pnpm db:migrate` creates the database in development.',
+      'Postgres, a `postgres://` or `postgresql://` URL (a Unix socket: `postgres:///tessera?host=/var/run/postgresql`). `pnpm db:migrate` creates the database in development.',
       NOT_EMPTY,
     ),
     poolSize: Int(
@@ -379,11 +380,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   ] as const)
     if (version !== undefined && version !== version.trim())
       throw new ConfigError(`Invalid configuration: ${name} must not begin or end with a blank`);
-  // What node-postgres reads: a URL, `socket:` or a socket folder's path. Anything else it reads as a
-  // host named by part of the value ("getaddrinfo ENOTFOUND base"), which says nothing of the variable.
-  if (!/^(postgres(ql)?:\/\/|socket:|\/)/i.test(config.database.url))
+  // As `pnpm db:migrate` reads it too. Anything else node-postgres reads as a host named by part of
+  // the value (`getaddrinfo ENOTFOUND base`) or as a socket folder (`//user:pass@host` said back whole).
+  if (!isPostgresUrl(config.database.url))
     throw new ConfigError(
-      "Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (or socket:, or a Unix socket folder's path)",
+      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
     );
   checkQueueSettings({
     redisUrl: config.redis.url,
