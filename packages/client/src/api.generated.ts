@@ -418,6 +418,7 @@ export interface components {
             profilePhoto: string | null;
             /** @enum {string|null} */
             availabilityStatus: "available" | "busy" | "away" | "offline" | null;
+            /** Format: date-time */
             birthDate: string | null;
             /** @enum {string|null} */
             gender: "female" | "male" | "non-binary" | "other" | "prefer-not-to-say" | null;
@@ -442,14 +443,20 @@ export interface components {
             followingCount: number;
             minutePriceInLiveStream: number;
             creditBalance: number;
+            /** Format: date-time */
             lastLogin: string | null;
             timezone: string | null;
+            /** Format: date-time */
             lastUsernameChangeDate: string | null;
             /** @enum {string|null} */
             accountDeletionStatus: "scheduled" | "cancelled" | "finalized" | null;
+            /** Format: date-time */
             accountDeletionRequestedAt: string | null;
+            /** Format: date-time */
             accountDeletionScheduledFor: string | null;
+            /** Format: date-time */
             accountDeletionCancelledAt: string | null;
+            /** Format: date-time */
             accountDeletionFinalizedAt: string | null;
             /** Format: date-time */
             createdAt: string;

@@ -66,14 +66,18 @@ describe('GET /api/v1/users/me', () => {
       const { user } = await signIn(served, 'imported@example.com');
       await gateway.app.db
         .updateTable('users')
-        .set({ gender: 'Female', availabilityStatus: 'dnd' })
+        .set({ gender: 'Female', availabilityStatus: 'dnd', birthDate: new Date('+010000-01-01T00:00:00Z') })
         .where('id', '=', user._id)
         .execute();
       const again = await signIn(served, 'imported@example.com');
       expect(again.user).toMatchObject({ gender: 'Female', availabilityStatus: 'dnd' });
       const me = await served.inject({ url: ME, headers: bearer(again.accessToken) });
       expect(me.statusCode).toBe(200);
-      expect(body(me).data).toMatchObject({ gender: 'Female', availabilityStatus: 'dnd' });
+      expect(body(me).data).toMatchObject({
+        gender: 'Female',
+        availabilityStatus: 'dnd',
+        birthDate: '+010000-01-01T00:00:00.000Z',
+      });
     } finally {
       await served.close();
     }

@@ -6,9 +6,11 @@ import { AVAILABILITY_STATUSES, GENDERS } from './profile.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Text = Nullable(Type.String());
-const Time = Nullable(Type.String({ format: 'date-time' }));
+// A time or null, serialized as it reads: a date stored outside years 1–9999 (by hand) is no 500.
+const Time = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
 // One of a closed list, or null: typed so by the document, serialized as any string. A value stored
-// outside the list (an import, an edit by hand) must not turn every answer carrying the user into a 500.
+// outside the list (an import, an edit by hand) must not turn every answer carrying the user into a
+// 500 (a union is checked branch by branch as it is serialized; one schema of two types is not).
 const OneOf = <const T extends readonly string[]>(values: T) =>
   Type.Unsafe<T[number] | null>({ type: ['string', 'null'], enum: [...values, null] });
 
