@@ -93,8 +93,8 @@ const shutdownTimeout = variable(
 );
 
 /**
- * What both services must agree on about Redis and the queue, beyond each value's own form: checked
- * as each loads its configuration (the values are not quoted back: REDIS_URL may hold a password).
+ * The Redis and queue settings both services read, checked further than their schemas as each loads
+ * its configuration (the values are not quoted back: REDIS_URL may hold a password).
  */
 export function checkQueueSettings({
   redisUrl,
