@@ -99,11 +99,12 @@ const shutdownTimeout = variable(
 export function checkQueueSettings({
   redisUrl,
   clusterNodes,
-  bullmqPrefix,
+  prefix,
 }: {
   redisUrl: string;
   clusterNodes: string;
-  bullmqPrefix: string;
+  /** BULLMQ_PREFIX. */
+  prefix: string;
 }): void {
   // A redis:// or rediss:// URL, in lower case (ioredis turns TLS on for `rediss://` only as written),
   // or without a cluster a Unix socket's path (no credentials in it). Anything else with a slash
@@ -114,10 +115,10 @@ export function checkQueueSettings({
       `Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL${clusterNodes === '' ? " (or a Unix socket's path)" : ''}`,
     );
   // A stray blank (a CRLF .env file) would name another queue than the other service's.
-  if (/\s/.test(bullmqPrefix))
+  if (/\s/.test(prefix))
     throw new ConfigError('Invalid configuration: BULLMQ_PREFIX must not contain blanks');
   // Redis hashes the part between the first { and the next } only: one slot for every queue key.
-  if (clusterNodes !== '' && !/^[^{]*\{[^}]+\}/.test(bullmqPrefix))
+  if (clusterNodes !== '' && !/^[^{]*\{[^}]+\}/.test(prefix))
     throw new ConfigError(
       'Invalid configuration: BULLMQ_PREFIX must hold a hash tag, such as {tessera}, when REDIS_CLUSTER_NODES is set (BullMQ needs every key of the queue in one slot)',
     );

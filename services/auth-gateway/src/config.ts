@@ -389,7 +389,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   checkQueueSettings({
     redisUrl: config.redis.url,
     clusterNodes: config.redis.clusterNodes,
-    bullmqPrefix: config.mail.queuePrefix,
+    prefix: config.mail.queuePrefix,
   });
   const { jobKey, ...mail } = config.mail;
   return Object.freeze({

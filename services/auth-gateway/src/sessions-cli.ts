@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pino from 'pino';
+import { isCalendarTime } from './calendar.ts';
 import { systemClock } from './clock.ts';
 import { loadConfig } from './config.ts';
 import { loggerOptions } from './logging.ts';
@@ -156,14 +157,7 @@ function cutoffTime(text: string): Date {
   const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = parts
     .slice(1, 7)
     .map((part) => Number(part ?? 0));
-  const date = new Date(Date.UTC(year, month - 1, day));
-  if (
-    date.getUTCMonth() !== month - 1 ||
-    date.getUTCDate() !== day ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59
-  )
+  if (!isCalendarTime(year, month, day, hour, minute, second))
     throw new Error(`--started-before: no such time: ${text}`);
   return time;
 }

@@ -183,7 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
     throw new ConfigError(
       'Invalid configuration: MAIL_FROM must not be at localhost or a .localhost domain in production (receivers refuse it): use your domain',
     );
-  checkQueueSettings({ ...config.queue, bullmqPrefix: config.queue.prefix });
+  checkQueueSettings(config.queue);
   return Object.freeze({
     ...config,
     mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey, production)),
@@ -195,6 +195,6 @@ export type QueueConfig = Static<typeof queue>;
 /** Just where the queue is, for the operator commands: they need no SMTP settings, even in production. */
 export function loadQueueConfig(env: NodeJS.ProcessEnv = process.env): QueueConfig {
   const config = readConfig(queue, env);
-  checkQueueSettings({ ...config, bullmqPrefix: config.prefix });
+  checkQueueSettings(config);
   return config;
 }

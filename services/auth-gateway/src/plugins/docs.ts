@@ -189,13 +189,13 @@ export default fp<DocsOptions>(
     if (!serve) return;
 
     // The console and the document are not enveloped, and the console may load its own assets.
+    const isDocsPath = (path: string) => path === PREFIX || path.startsWith(`${PREFIX}/`);
     app.addHook('onRoute', (route) => {
-      if (route.url === PREFIX || route.url.startsWith(`${PREFIX}/`))
-        route.config = { ...route.config, envelope: false };
+      if (isDocsPath(route.url)) route.config = { ...route.config, envelope: false };
     });
     app.addHook('onSend', (request, reply, _payload, done) => {
-      const path = request.url.split('?', 1)[0] ?? '';
-      if (path === PREFIX || path.startsWith(`${PREFIX}/`)) {
+      // Its path: a query string (`/docs?from=readme`) changes nothing.
+      if (isDocsPath(request.url.split('?', 1)[0] ?? '')) {
         reply.header('content-security-policy', DOCS_CSP);
         // A page that opened this one keeps no handle on it (to send it elsewhere later).
         reply.header('cross-origin-opener-policy', 'same-origin');

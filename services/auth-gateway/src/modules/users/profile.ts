@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
+import { isCalendarTime } from '../../calendar.ts';
 
 export const GENDERS = ['female', 'male', 'non-binary', 'other', 'prefer-not-to-say'] as const;
 export const AVAILABILITY_STATUSES = ['available', 'busy', 'away', 'offline'] as const;
@@ -344,10 +345,7 @@ function parseDateTime(value: string): Date | undefined {
     number,
     number,
   ];
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) {
-    return undefined;
-  }
+  if (!isCalendarTime(year, month, day, hour, minute, second)) return undefined;
   const time = Date.parse(value);
   return Number.isNaN(time) ? undefined : new Date(time);
 }
