@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import {
@@ -59,7 +60,7 @@ describe('GET /api/v1/users/me', () => {
     expect((await gateway.app.inject({ url: ME })).statusCode).toBe(401);
   });
 
-  it('answers with a value stored outside its documented list as it is, not a 500 (an import, an edit by hand)', async () => {
+  it('answers with a value stored outside its documented list, or a time of -infinity, as it is, not a 500 (an import, an edit by hand)', async () => {
     // As it serves in production: no check of its answers against the document.
     const served = await buildApp(gateway.config, { clock });
     try {
@@ -69,6 +70,9 @@ describe('GET /api/v1/users/me', () => {
         .set({ gender: 'Female', availabilityStatus: 'dnd', birthDate: new Date('+010000-01-01T00:00:00Z') })
         .where('id', '=', user._id)
         .execute();
+      await sql`update users set last_username_change_date = '-infinity' where id = ${user._id}`.execute(
+        gateway.app.db,
+      );
       const again = await signIn(served, 'imported@example.com');
       expect(again.user).toMatchObject({ gender: 'Female', availabilityStatus: 'dnd' });
       const me = await served.inject({ url: ME, headers: bearer(again.accessToken) });
@@ -77,7 +81,15 @@ describe('GET /api/v1/users/me', () => {
         gender: 'Female',
         availabilityStatus: 'dnd',
         birthDate: '+010000-01-01T00:00:00.000Z',
+        lastUsernameChangeDate: '-271821-04-20T00:00:00.000Z',
       });
+      const renamed = await served.inject({
+        method: 'PATCH',
+        url: ME,
+        headers: bearer(again.accessToken),
+        payload: { username: 'imported' },
+      });
+      expect(renamed.statusCode).toBe(200);
     } finally {
       await served.close();
     }

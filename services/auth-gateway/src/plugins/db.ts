@@ -298,6 +298,19 @@ function ownConnectionProbe(options: pg.ClientConfig) {
 }
 
 /**
+ * node-postgres's parsers, except that a `timestamptz` of `infinity` or `-infinity` (written by hand)
+ * reads as the last or first time a Date holds instead of as a number: every time stays a Date.
+ */
+function getTypeParser(oid: number, format?: 'text' | 'binary') {
+  const parse = pg.types.getTypeParser(oid, format);
+  if (oid !== pg.types.builtins.TIMESTAMPTZ) return parse;
+  return (text: string) => {
+    const value: Date | number = parse(text);
+    return typeof value === 'number' ? new Date(Math.sign(value) * 8.64e15) : value;
+  };
+}
+
+/**
  * Postgres through Kysely; checked at start so a wrong DATABASE_URL fails loudly (and a schema that
  * lacks a migration, or tables Postgres would not vacuum, warn: the gateway runs), closed on shutdown.
  */
@@ -316,6 +329,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       connectionString: url,
       max: poolSize,
       connectionTimeoutMillis: 3000,
+      types: { getTypeParser },
       ...timeouts,
     });
     // One short line: the error carries its whole pg client.
