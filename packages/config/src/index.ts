@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import envSchema from 'env-schema';
+import { closestMatch } from 'leven';
 import { type Static, type TObject, type TSchema, Type } from 'typebox';
 
 /** A configuration problem, said in one line that names the variable. */
@@ -212,6 +213,45 @@ function nest(schema: TObject, values: Record<string, unknown>): Record<string, 
     return [key, typeof name === 'string' ? values[name] : nest(child as TObject, values)];
   });
   return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+}
+
+/** A name with each word's plural made singular (`TRUST_PROXIES`: `TRUST_PROXY`), in upper case. */
+const singular = (name: string) =>
+  name
+    .toUpperCase()
+    .replace(/IES(?=_|$)/g, 'Y')
+    .replace(/S(?=_|$)/g, '');
+
+/**
+ * The variables of `env` that are no setting of the schema but look like a misspelling of one: the
+ * same but for case or a plural, or a letter or two apart (`CORS_ORIGIN` for `CORS_ORIGINS`,
+ * `DATABASE_URI` for `DATABASE_URL`). The service ignores them, and warns at start.
+ */
+export function misspelledVariables(
+  schema: TObject,
+  env: NodeJS.ProcessEnv,
+): { name: string; meant: string }[] {
+  const names = variablesOf(schema).map((leaf) => leaf.name);
+  const forms = names.map(singular);
+  return Object.keys(env).flatMap((name) => {
+    if (names.includes(name) || !/^[A-Za-z][A-Za-z0-9_]{3,}$/.test(name)) return [];
+    // Short names lie a letter apart by chance (HOME, HOST): one letter for them, two for the rest.
+    const form = closestMatch(singular(name), forms, { maxDistance: name.length < 8 ? 1 : 2 });
+    return form === undefined ? [] : [{ name, meant: names[forms.indexOf(form)] as string }];
+  });
+}
+
+/** Warns once per misspelled variable (`misspelledVariables`), in the service's own log. */
+export function warnMisspelledVariables(
+  log: { warn(fields: object, message: string): void },
+  schema: TObject,
+  env: NodeJS.ProcessEnv,
+): void {
+  for (const { name, meant } of misspelledVariables(schema, env))
+    log.warn(
+      { variable: name, meant },
+      `${name} is no setting of Tessera and is ignored: did you mean ${meant}?`,
+    );
 }
 
 /** Production's non-negotiables: each group needs one of its variables set in the environment. */

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { configTable, readmeSection } from '@tessera/config';
+import { configTable, misspelledVariables, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
 import { GatewayConfigSchema, listenHost, loadConfig } from './config.ts';
 
@@ -169,6 +169,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ ACCESS_TOKEN_TTL: '60', REFRESH_REUSE_GRACE: '59' }).sessions.refreshReuseGrace).toBe(
       59,
     );
+    expect(() => loadConfig({ OTP_TTL: '60', OTP_RESEND_COOLDOWN: '90' })).toThrowError(
+      'Invalid configuration: OTP_RESEND_COOLDOWN must not be longer than OTP_TTL (a user would wait for a new code with none valid)',
+    );
+    expect(loadConfig({ OTP_TTL: '60', OTP_RESEND_COOLDOWN: '60' }).otp.resendCooldown).toBe(60);
     for (const [name, value] of [
       ['PRIVACY_POLICY_VERSION', '2.0 '],
       ['TERMS_OF_USE_VERSION', ' 1.1'],
@@ -273,6 +277,39 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrowError(
         /^Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses\/CIDRs \(got "/,
       );
+  });
+});
+
+describe('misspelledVariables', () => {
+  it('names a variable that looks like a setting and says which one it means, and no other', () => {
+    const env = {
+      CORS_ORIGIN: 'https://app.example',
+      TRUST_PROXIES: '1',
+      DATABASE_URI: 'postgres://db/tessera',
+      otp_ttl: '120',
+      ACCES_TOKEN_TTL: '600',
+      // The settings themselves, the mailer's (one .env for both), the machine's and the platform's.
+      CORS_ORIGINS: 'https://app.example',
+      SMTP_URL: 'smtp://mail',
+      MAIL_FROM: 'Tessera <no-reply@example.com>',
+      MAILER_CONCURRENCY: '50',
+      PATH: '/usr/bin',
+      HOME: '/root',
+      HOSTNAME: 'gateway-1',
+      NODE_ENV: 'production',
+      NODE_OPTIONS: '--enable-source-maps',
+      PGHOST: 'db',
+      REDIS_PORT: 'tcp://10.0.0.2:6379',
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+    };
+    expect(misspelledVariables(GatewayConfigSchema, env)).toEqual([
+      { name: 'CORS_ORIGIN', meant: 'CORS_ORIGINS' },
+      { name: 'TRUST_PROXIES', meant: 'TRUST_PROXY' },
+      { name: 'DATABASE_URI', meant: 'DATABASE_URL' },
+      { name: 'otp_ttl', meant: 'OTP_TTL' },
+      { name: 'ACCES_TOKEN_TTL', meant: 'ACCESS_TOKEN_TTL' },
+    ]);
   });
 });
 

@@ -181,7 +181,7 @@ export const GatewayConfigSchema = Type.Object({
     resendCooldown: Int(
       'OTP_RESEND_COOLDOWN',
       60,
-      'Seconds (at most an hour) before another code may be sent to the same email. A send answers `resendIn`: this, or the longer wait when its code has just filled the hourly budget of the inbox or of the client IP.',
+      'Seconds (at most an hour, and at most `OTP_TTL`) before another code may be sent to the same email. A send answers `resendIn`: this, or the longer wait when its code has just filled the hourly budget of the inbox or of the client IP.',
       {
         minimum: 0,
         maximum: HOUR,
@@ -367,6 +367,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   if (refreshTokenTtl < config.jwt.accessTokenTtl)
     throw new ConfigError(
       'Invalid configuration: REFRESH_TOKEN_TTL must not be shorter than ACCESS_TOKEN_TTL (a session ends when its refresh token expires)',
+    );
+  // A code that expires before another may be asked for leaves its user with none to sign in with.
+  if (config.otp.resendCooldown > config.otp.ttl)
+    throw new ConfigError(
+      'Invalid configuration: OTP_RESEND_COOLDOWN must not be longer than OTP_TTL (a user would wait for a new code with none valid)',
     );
   // A client sends the version back as the registration advertised it, and a client trims it: one
   // with blanks around it (a stray space in an env file) could never be accepted. A verifier

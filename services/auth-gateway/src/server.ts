@@ -1,8 +1,8 @@
 import { flushCompileCache } from 'node:module';
-import { loadOrExit, startOrExit } from '@tessera/config';
+import { loadOrExit, startOrExit, warnMisspelledVariables } from '@tessera/config';
 import { closeGracefully, startOperationsServer } from '@tessera/telemetry';
 import { buildApp } from './app.ts';
-import { listenHost, loadConfig } from './config.ts';
+import { GatewayConfigSchema, listenHost, loadConfig } from './config.ts';
 
 /**
  * The gateway process: configuration, the public port, the operations port (metrics and health, for
@@ -11,6 +11,7 @@ import { listenHost, loadConfig } from './config.ts';
 const config = loadOrExit(loadConfig);
 
 const app = await startOrExit('gateway', '', buildApp(config));
+warnMisspelledVariables(app.log, GatewayConfigSchema, process.env);
 
 const operations = await startOrExit(
   'gateway',

@@ -44,3 +44,26 @@ it.each([
   expect(code).toBe(1);
   expect(stderr.trim()).toMatch(line);
 });
+
+it('warns of a variable that looks like a misspelled setting, which it ignores', async () => {
+  // Stopped by an operations address of another machine, once the gateway is built and has warned.
+  const { code, stdout } = await start({
+    CORS_ORIGIN: 'https://app.example',
+    LOG_LEVEL: 'warn',
+    OPS_HOST: '192.0.2.1',
+  });
+
+  expect(code).toBe(1);
+  const warnings = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+  expect(warnings).toContainEqual(
+    expect.objectContaining({
+      level: 40,
+      variable: 'CORS_ORIGIN',
+      meant: 'CORS_ORIGINS',
+      msg: 'CORS_ORIGIN is no setting of Tessera and is ignored: did you mean CORS_ORIGINS?',
+    }),
+  );
+});

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { ConfigError, configTable, readmeSection } from '@tessera/config';
+import { ConfigError, configTable, misspelledVariables, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, loadQueueConfig, MailerConfigSchema } from './config.ts';
 
@@ -178,5 +178,28 @@ describe('the README', () => {
     const readme = fileURLToPath(new URL('../../../README.md', import.meta.url));
     const table = configTable(MailerConfigSchema);
     expect(readmeSection(readme, 'config:mailer', process.env.UPDATE_README ? table : undefined)).toBe(table);
+  });
+});
+
+describe('misspelledVariables', () => {
+  it("names a mailer setting's misspelling, and none of the gateway's settings beside it in one .env", () => {
+    const env = {
+      MAILER_CONCURENCY: '50',
+      SMTP_MAX_CONNECTION: '4',
+      SMTP_URL: 'smtp://mail',
+      PORT: '3000',
+      HOST: '0.0.0.0',
+      OPS_HOST: '0.0.0.0',
+      OPS_PORT: '9465',
+      DATABASE_URL: 'postgres://db/tessera',
+      REDIS_KEY_PREFIX: 'tessera:',
+      OTP_SECRET: 'x',
+      JWT_PRIVATE_KEY_FILE: '/run/secrets/jwt',
+      CORS_ORIGINS: 'https://app.example',
+    };
+    expect(misspelledVariables(MailerConfigSchema, env)).toEqual([
+      { name: 'MAILER_CONCURENCY', meant: 'MAILER_CONCURRENCY' },
+      { name: 'SMTP_MAX_CONNECTION', meant: 'SMTP_MAX_CONNECTIONS' },
+    ]);
   });
 });

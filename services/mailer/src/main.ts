@@ -1,5 +1,5 @@
 import { flushCompileCache } from 'node:module';
-import { loadOrExit, startOrExit } from '@tessera/config';
+import { loadOrExit, startOrExit, warnMisspelledVariables } from '@tessera/config';
 import {
   closeGracefully,
   type OperationsServer,
@@ -8,7 +8,7 @@ import {
   traceFields,
 } from '@tessera/telemetry';
 import pino from 'pino';
-import { loadConfig } from './config.ts';
+import { loadConfig, MailerConfigSchema } from './config.ts';
 import { createTransport } from './transport.ts';
 import { createMailWorker } from './worker.ts';
 
@@ -26,6 +26,7 @@ const logger = pino({
   mixin: traceFields,
   ...prettyInDevelopment(config.env, import.meta.url),
 });
+warnMisspelledVariables(logger, MailerConfigSchema, process.env);
 const transport = createTransport(config);
 let refused = false;
 const mailWorker = createMailWorker({
