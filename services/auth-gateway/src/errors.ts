@@ -26,7 +26,10 @@ export const ERRORS = {
   BODY_TOO_LARGE: { status: 413, detail: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
   UNSUPPORTED_CHARSET: { status: 415, detail: 'JSON must be sent in UTF-8' },
-  UNSUPPORTED_ENCODING: { status: 415, detail: 'The body must be sent without Content-Encoding' },
+  UNSUPPORTED_ENCODING: {
+    status: 415,
+    detail: 'The body must be sent uncompressed: no Content-Encoding, no Transfer-Encoding but chunked',
+  },
   // Answered from the socket, before any request exists (error-handler's clientErrorHandler).
   REQUEST_TIMEOUT: {
     status: 408,

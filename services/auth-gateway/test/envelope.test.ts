@@ -161,7 +161,7 @@ describe('every response is the envelope', () => {
     expect(gzipped.headers['tessera-error-code']).toBe('UNSUPPORTED_ENCODING');
     expect(body(gzipped).errors).toEqual([
       'Unsupported media type',
-      'The body must be sent without Content-Encoding',
+      'The body must be sent uncompressed: no Content-Encoding, no Transfer-Encoding but chunked',
     ]);
     // Said compressed and sent plain, it is not served as if the header were not there.
     expect((await encoded('gzip', '{"email":"gzip@b.co"}')).statusCode).toBe(415);
@@ -250,7 +250,12 @@ describe('every response is the envelope', () => {
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expect(head).toContain('application/json');
     expect(head).toContain('tessera-error-code: BAD_REQUEST');
+    expect(head).toContain('Cache-Control: no-store');
     expectErrorEnvelope(JSON.parse(payload), 400, 'Validation failed');
+    expect(JSON.parse(payload).errors).toEqual([
+      'Validation failed',
+      'The request is not HTTP/1.1 the gateway can read',
+    ]);
   });
 
   it('echoes a well-formed X-Request-Id and mints one otherwise', async () => {
@@ -307,6 +312,58 @@ describe('every response is the envelope, straight from the socket', () => {
     );
     expect(head).toMatch(/^HTTP\/1\.1 200 /);
     expect(json).toMatchObject({ isSuccess: true, statusCode: 200, data: { status: 'ok' } });
+  });
+
+  it('answers a request with two Host headers with a 400 (RFC 9112 §3.2)', async () => {
+    const { head, json } = only(
+      await exchange('GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n'),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(json.errors).toEqual(['Validation failed', 'Send one Host header']);
+  });
+
+  it('refuses a body in a transfer coding other than chunked, which Node leaves as sent', async () => {
+    const chunk = '{"email":"te@b.co"}';
+    const { head, json } = only(
+      await exchange(
+        `POST ${SEND} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n` +
+          `Connection: close\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
+      ),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 415 /);
+    expect(head).toContain('tessera-error-code: UNSUPPORTED_ENCODING');
+    expect(json.statusCode).toBe(415);
+  });
+
+  it('answers CONNECT with the envelope instead of closing the connection without a word', async () => {
+    const { head, json } = only(
+      await exchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(json.errors).toEqual(['Validation failed', 'CONNECT is not served here']);
+  });
+
+  it('answers the requests before unreadable bytes on a connection first, then the bytes with a 400', async () => {
+    const response = await exchange(
+      'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /.well-known/jwks.json HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n',
+    );
+    expect(response.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 400']);
+    expect(response).toContain('"keys":');
+  });
+
+  it('refuses a body larger than the limit before the client sends it (Expect: 100-continue), and invites a smaller one', async () => {
+    const large = await exchange(
+      `POST ${SEND} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    expect(large).not.toContain('100 Continue');
+    const { head } = only(large);
+    expect(head).toMatch(/^HTTP\/1\.1 413 /);
+    const payload = '{"email":"expect@b.co"}';
+    const small = await exchange(
+      `POST ${SEND} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n` +
+        `Expect: 100-continue\r\nConnection: close\r\n\r\n${payload}`,
+    );
+    expect(small.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 100', 'HTTP/1.1 200']);
   });
 
   it('sends one response when the parser fails after the gateway already answered', async () => {

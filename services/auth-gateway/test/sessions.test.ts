@@ -455,6 +455,14 @@ describe('GET /api/v1/auth/sessions', () => {
     expect(session.userAgent).toBe('Phone/1.0 (iOS)');
   });
 
+  it("reads a User-Agent's UTF-8 as its characters, without direction marks or line separators", async () => {
+    // Node reads each byte of a header as one character; these are a client's UTF-8 bytes.
+    const sent = Buffer.from('Ayşe\u2028Phone/1.0 😀 \u202etxt.exe', 'utf8').toString('latin1');
+    const named = await signIn(gateway.app, 'utf8-agent@example.com', { 'user-agent': sent });
+    const [session] = body(await list(named.accessToken)).data.list;
+    expect(session.userAgent).toBe('AyşePhone/1.0 😀 txt.exe');
+  });
+
   it('defaults to page 1 with 10 items', async () => {
     const { pagination, list: items } = body(await list(caller())).data;
     expect(items).toHaveLength(10);
@@ -667,15 +675,15 @@ describe('a session whose Redis key was lost (Redis lost its data)', () => {
 });
 
 describe('authenticating a request', () => {
-  it('takes the Bearer scheme in any case, and refuses any other scheme or shape with 401', async () => {
+  it('takes the Bearer scheme in any case and after any spaces, and refuses any other scheme or shape with 401', async () => {
     const { accessToken } = await signIn(gateway.app, 'case@example.com');
     const withHeader = (authorization: string) =>
       gateway.app.inject({ method: 'GET', url: SESSIONS, headers: { authorization } });
-    for (const scheme of ['Bearer', 'bearer', 'BEARER'])
-      expect((await withHeader(`${scheme} ${accessToken}`)).statusCode, scheme).toBe(200);
+    for (const scheme of ['Bearer ', 'bearer ', 'BEARER ', 'Bearer  '])
+      expect((await withHeader(`${scheme}${accessToken}`)).statusCode, scheme).toBe(200);
     for (const header of [
       `Basic ${accessToken}`,
-      `Bearer  ${accessToken}`,
+      `Bearer\t${accessToken}`,
       accessToken,
       `Bearer ${accessToken}.x`,
     ])

@@ -230,6 +230,21 @@ describe('PATCH /api/v1/users/me', () => {
     expect(body(await get(accessToken, ME)).data).toMatchObject({ bio: null, gender: null, timezone: null });
   });
 
+  it('answers a body that is no JSON object as every route does, VALIDATION_FAILED, not as a field breaking a rule', async () => {
+    const { accessToken } = await signIn(gateway.app, 'shape@example.com');
+    for (const payload of ['null', '[]', '42', '"name"', 'true']) {
+      const response = await gateway.app.inject({
+        method: 'PATCH',
+        url: ME,
+        headers: { ...bearer(accessToken), 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode, payload).toBe(400);
+      expect(response.headers['tessera-error-code'], payload).toBe('VALIDATION_FAILED');
+      expect(body(response).errors, payload).toEqual(['Validation failed', 'body must be a JSON object']);
+    }
+  });
+
   it('sets, trims, normalizes and clears optional fields', async () => {
     const { accessToken } = await signIn(gateway.app, 'profile@example.com');
     const updated = await patch(accessToken, {

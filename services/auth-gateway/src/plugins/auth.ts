@@ -22,8 +22,9 @@ declare module 'fastify' {
   }
 }
 
-// The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer` too.
-const BEARER = /^Bearer (.+)$/i;
+// The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer` too;
+// one or more spaces follow it (§11.4).
+const BEARER = /^Bearer +(.+)$/i;
 
 /**
  * The `authenticate` hook: reads the bearer token and asks `verify` (the token's signature and

@@ -89,8 +89,12 @@ function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
 const DISCARD_BYTES = 16 * 1024 * 1024;
 const DISCARD_MS = 5000;
 
+// Requests that asked to send their body (Expect: 100-continue) and were not asked to: it is too large.
+const uninvited = new WeakSet<IncomingMessage>();
+
 function discardBody(raw: IncomingMessage): Promise<void> {
-  if (raw.complete || raw.destroyed) return Promise.resolve();
+  // A client told no 100 Continue sends no body (RFC 9110 §10.1.1): none to wait for.
+  if (raw.complete || raw.destroyed || uninvited.has(raw)) return Promise.resolve();
   return new Promise((resolve) => {
     let seen = 0;
     const done = () => {
@@ -121,32 +125,56 @@ export function frameworkErrors({ appEnv, clock }: ErrorHandlerOptions) {
   };
 }
 
-/** Node's `clientError`: a request too broken to parse (bad request line, huge headers) gets an envelope too. */
+// What a request the gateway never saw whole is told, by the code its clientError says.
+const UNREAD: Partial<Record<ErrorCode, string>> = {
+  BAD_REQUEST: 'The request is not HTTP/1.1 the gateway can read',
+  REQUEST_TIMEOUT: 'The request did not arrive whole in time',
+  HEADERS_TOO_LARGE: 'The request headers are too large',
+};
+
+type ServerSocket = Socket & { _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null };
+const answering = new WeakSet<Socket>();
+
+/**
+ * Node's `clientError`: a request too broken to parse (bad request line, huge headers) gets an
+ * envelope too, after the answers of the requests before it on the connection.
+ */
 export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  // The parser can fail on the body after a handler already answered the head (a URL Fastify
-  // rejects at once, then a bad Transfer-Encoding): a second response would corrupt the stream.
-  // Node's own clientError default checks the same thing.
-  if ((socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage?.headersSent) {
-    socket.end();
-    return;
-  }
+  if (answering.has(socket)) return;
+  answering.add(socket);
   const code: ErrorCode =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? 'HEADERS_TOO_LARGE'
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? 'REQUEST_TIMEOUT'
         : 'BAD_REQUEST';
+  // The parser fails on bytes after requests still being answered (pipelined, or sent past a body):
+  // their answers go first. When it failed inside the request being answered, that request gets this
+  // answer instead, unless its own has begun (a URL Fastify refused at once, then a bad
+  // Transfer-Encoding): a second would corrupt the stream. Node's clientError default checks that too.
+  const after = (pending: ServerSocket['_httpMessage']) => {
+    if (pending?.req.complete) pending.once('finish', () => after((socket as ServerSocket)._httpMessage));
+    else if (pending?.headersSent) socket.end();
+    else rawAnswer(socket, code);
+  };
+  after((socket as ServerSocket)._httpMessage);
+}
+
+/** An enveloped error written straight to a socket no request of the gateway's owns, which is then closed. */
+export function rawAnswer(socket: Socket, code: ErrorCode, detail = UNREAD[code]) {
   errorsAnswered.add(1, { code });
   const status = ERRORS[code].status;
   // No request, so no app clock: the socket is all there is.
-  const body = JSON.stringify(failure(status, [statusMessage(status)], new Date()));
+  const errors: [string, ...string[]] = [statusMessage(status), ...(detail ? [detail] : [])];
+  const body = JSON.stringify(failure(status, errors, new Date()));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n${ERROR_CODE_HEADER}: ${code}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${ERROR_CODE_HEADER}: ${code}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
   );
 }
 
@@ -164,6 +192,17 @@ function methodsOf(app: FastifyInstance, path: string): string[] {
 /** Turns every error and unknown route into the envelope of its catalog entry; never shows internals on a 5xx. */
 export default fp<ErrorHandlerOptions>(
   async function errorHandler(app: FastifyInstance, { clock }) {
+    // Expect: 100-continue. A body larger than the limit is refused before it is sent, not after.
+    app.server.on('checkContinue', (request, response) => {
+      if (Number(request.headers['content-length']) > (app.initialConfig.bodyLimit ?? 0))
+        uninvited.add(request);
+      else response.writeContinue();
+      app.routing(request, response);
+    });
+    // CONNECT (a tunnel) is no request of the gateway's: Node would close the connection without a word.
+    app.server.on('connect', (_request, socket: Socket) =>
+      rawAnswer(socket, 'BAD_REQUEST', 'CONNECT is not served here'),
+    );
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';
       const allowed = methodsOf(app, path).sort();

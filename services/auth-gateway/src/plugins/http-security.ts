@@ -94,13 +94,15 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
     app.server.on('checkExpectation', app.routing);
 
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own check is turned off in
-    // app.ts because it answers with an empty body).
+    // app.ts because it answers with an empty body), and so is one with two (Node keeps the first,
+    // a proxy in front may have read the other).
     app.addHook('onRequest', (request, _reply, done) => {
-      done(
-        request.raw.httpVersion === '1.1' && request.headers.host === undefined
-          ? new GatewayError('HOST_MISSING')
-          : undefined,
-      );
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined)
+        return done(new GatewayError('HOST_MISSING'));
+      const names = request.raw.rawHeaders.filter((_, index) => index % 2 === 0);
+      if (names.filter((name) => name.toLowerCase() === 'host').length > 1)
+        return done(new GatewayError('BAD_REQUEST', ['Send one Host header']));
+      done();
     });
   },
   { name: 'http-security', dependencies: ['error-handler'] },

@@ -8,7 +8,7 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
 /**
  * JSON is the only body type: `text/plain` and everything else is a 415, and so is JSON in another
- * charset than UTF-8 or with a Content-Encoding (compressed). Bytes that are not UTF-8 are a 400, not
+ * charset than UTF-8 or compressed (a Content-Encoding, a Transfer-Encoding other than chunked). Bytes that are not UTF-8 are a 400, not
  * text with U+FFFD in their place. An empty JSON body reads as no body (so `POST /logout` with only a
  * Content-Type header works), and one with a `__proto__` or `constructor.prototype` key is a 400: no
  * field has that name, and a body that names an object's prototype is an attack, not a field to drop
@@ -22,9 +22,15 @@ export default fp(
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       const bytes = body as Buffer;
       if (bytes.length === 0) return done(null, undefined);
-      // Nothing is decompressed: a gzip body would read as bytes that are not UTF-8.
+      // Nothing is decompressed: a gzip body would read as bytes that are not UTF-8. Of the transfer
+      // codings Node undoes only chunked, and leaves any other (gzip, chunked) as sent.
       const encoding = request.headers['content-encoding']?.trim().toLowerCase();
-      if (encoding && encoding !== 'identity') return done(new GatewayError('UNSUPPORTED_ENCODING'));
+      const transfer = request.headers['transfer-encoding']?.split(',');
+      if (
+        (encoding && encoding !== 'identity') ||
+        transfer?.some((coding) => coding.trim().toLowerCase() !== 'chunked')
+      )
+        return done(new GatewayError('UNSUPPORTED_ENCODING'));
       // ASCII is UTF-8 too.
       const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1];
       if (charset !== undefined && !/^(utf-?8|us-ascii)$/i.test(charset))

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { type PaginationQuery, pageOffset } from '@tessera/contracts';
 import { meter } from '@tessera/telemetry';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
@@ -24,18 +25,27 @@ export interface ClientInfo {
 }
 
 const USER_AGENT_MAX = 512;
-// Invisible in a list of sessions or events, they could only make one User-Agent read as another.
-const CONTROLS = /\p{Cc}/gu;
+// Invisible in a list of sessions or events (controls, direction marks, line separators), they could
+// only make one User-Agent read as another.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 
 /**
- * The client IP (from X-Forwarded-For only behind a trusted proxy) and the User-Agent, without its
- * control characters and bounded.
+ * The client IP (from X-Forwarded-For only behind a trusted proxy) and the User-Agent, read as UTF-8
+ * where its bytes are (Node reads a header's bytes one character each), without invisible
+ * characters and bounded.
  */
 export function clientInfo(request: FastifyRequest): ClientInfo {
+  const header = request.headers['user-agent'];
   return {
     ipAddress: request.ip,
-    userAgent: request.headers['user-agent']?.replace(CONTROLS, '').slice(0, USER_AGENT_MAX) ?? null,
+    userAgent: header === undefined ? null : asUtf8(header).replace(INVISIBLE, '').slice(0, USER_AGENT_MAX),
   };
+}
+
+function asUtf8(header: string): string {
+  if (!/[^\x00-\x7f]/.test(header)) return header;
+  const bytes = Buffer.from(header, 'latin1');
+  return isUtf8(bytes) ? bytes.toString('utf8') : header;
 }
 
 export interface SecurityEvent {

@@ -64,7 +64,11 @@ const REGISTERED: ProfileSubject = {
   termsOfUseVersion: '1.1.0',
 };
 
-const plan = (body: unknown, current: ProfileSubject = NEW_USER, context: Partial<ProfileContext> = {}) =>
+const plan = (
+  body: Record<string, unknown>,
+  current: ProfileSubject = NEW_USER,
+  context: Partial<ProfileContext> = {},
+) =>
   planProfileUpdate(body, {
     current,
     now: NOW,
@@ -75,7 +79,11 @@ const plan = (body: unknown, current: ProfileSubject = NEW_USER, context: Partia
   });
 
 /** The columns a valid patch writes (fails the test with the details otherwise). */
-function changesOf(body: unknown, current: ProfileSubject = NEW_USER, context: Partial<ProfileContext> = {}) {
+function changesOf(
+  body: Record<string, unknown>,
+  current: ProfileSubject = NEW_USER,
+  context: Partial<ProfileContext> = {},
+) {
   const result = plan(body, current, context);
   if (!result.ok) throw new Error(`expected the patch to be valid, got ${result.status}: ${result.details}`);
   return result.changes;
@@ -85,10 +93,6 @@ const invalid = (...details: string[]) => ({ ok: false, status: 400, details });
 const repeat = (text: string, times: number) => text.repeat(times);
 
 describe('the body', () => {
-  it.each([null, [], 'name=Ayşe', 42, true])('is a 400 when it is not a JSON object: %j', (body) => {
-    expect(plan(body)).toEqual(invalid('body must be a JSON object'));
-  });
-
   it('may be empty, changing nothing', () => {
     expect(plan({})).toEqual({ ok: true, changes: {}, events: [], completesRegistration: false });
   });
@@ -1076,7 +1080,10 @@ describe('the UserPatch schema of the OpenAPI document', () => {
     expect(validate(example)).toBe(true);
     // No consent form by default (CONSENT_FORM_VERSION unset): "Try it out" must work as shipped.
     const policies = { privacyPolicyVersion: '1.0.0', termsOfUseVersion: '1.0.0', consentFormVersion: null };
-    expect(plan(example, NEW_USER, { policies })).toMatchObject({ ok: true, completesRegistration: true });
+    expect(plan(example as Record<string, unknown>, NEW_USER, { policies })).toMatchObject({
+      ok: true,
+      completesRegistration: true,
+    });
   });
 
   it('documents every field the rules accept, with a description', () => {

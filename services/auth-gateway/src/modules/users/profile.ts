@@ -516,7 +516,8 @@ const REQUIRED_FIELDS = ['name', 'surname', 'username'] as const;
 
 type Body = Record<string, unknown>;
 
-const isJsonObject = (value: unknown): value is Body =>
+/** A body that is a JSON object, the one shape a profile update has. */
+export const isJsonObject = (value: unknown): value is Body =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 const has = (body: Body, field: string) => Object.hasOwn(body, field);
 const FIELD_NAME_SHOWN = 64;
@@ -620,8 +621,7 @@ function checkConsent(body: Body, context: ProfileContext, problems: string[]): 
  * field's detail (400; a 409 only for the username cooldown, and only when nothing is a 400).
  * Username uniqueness is left to the database.
  */
-export function planProfileUpdate(body: unknown, context: ProfileContext): ProfilePlan {
-  if (!isJsonObject(body)) return { ok: false, status: 400, details: ['body must be a JSON object'] };
+export function planProfileUpdate(body: Body, context: ProfileContext): ProfilePlan {
   const { current, now, policies } = context;
   const problems: string[] = [];
   const conflicts: string[] = [];

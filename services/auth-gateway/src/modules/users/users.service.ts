@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.ts';
 import type { Database } from '../../database.ts';
 import { GatewayError } from '../../errors.ts';
 import type { ClientInfo, SecurityLog } from '../security-events/security-events.ts';
-import { type CurrentPolicies, planProfileUpdate, registrationStatus } from './profile.ts';
+import { type CurrentPolicies, isJsonObject, planProfileUpdate, registrationStatus } from './profile.ts';
 import type { UserRow } from './user.ts';
 import * as repository from './users.repository.ts';
 
@@ -54,6 +54,8 @@ export function createUsers({
       body: unknown,
       client: ClientInfo & { sessionId: string },
     ): Promise<UserRow> {
+      // The body's shape, as every other route's schema checks it; the profile's rules check its fields.
+      if (!isJsonObject(body)) throw new GatewayError('VALIDATION_FAILED', ['body must be a JSON object']);
       const now = clock.now();
       try {
         return await db.transaction().execute(async (trx) => {
