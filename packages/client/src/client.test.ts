@@ -110,6 +110,30 @@ describe('createClient on memory storage (a server making a client per request)'
   });
 });
 
+describe('createClient after close()', () => {
+  it('still refreshes, reports the new pair and signs out, on its own', async () => {
+    const { fetch } = fakeGateway();
+    const storage = ownStore('closed', SIGNED_IN);
+    const changes: Array<string | null> = [];
+    const client = createClient({
+      baseUrl,
+      fetch,
+      storage,
+      now: () => HOUR_MS,
+      onSessionChange: (tokens) => {
+        changes.push(tokens?.refreshToken ?? null);
+      },
+    });
+    client.close();
+
+    expect(await client.users.me()).toMatchObject({ email: 'alice@example.com' });
+    await client.signOutLocally();
+
+    expect(changes).toEqual(['refresh-2', null]);
+    expect(await storage.get()).toBeNull();
+  });
+});
+
 describe('createClient with an onSessionChange that fails', () => {
   const failing = {
     throws: () => {

@@ -45,7 +45,7 @@ const LOCK_WAIT_MS = 10_000;
 export function crossTab(name: string, receive?: (message: TabMessage) => void): CrossTab {
   const env = globalThis as unknown as Environment;
   const locks = env.navigator?.locks;
-  const channel = receive && env.BroadcastChannel ? new env.BroadcastChannel(name) : undefined;
+  let channel = receive && env.BroadcastChannel ? new env.BroadcastChannel(name) : undefined;
   if (receive && channel) {
     channel.onmessage = (event) => {
       if (isTabMessage(event.data)) receive(event.data);
@@ -72,7 +72,9 @@ export function crossTab(name: string, receive?: (message: TabMessage) => void):
       channel?.postMessage(message);
     },
     close() {
+      // A closed channel throws on postMessage: the client goes on, announcing nothing.
       channel?.close();
+      channel = undefined;
     },
   };
 }

@@ -43,7 +43,7 @@ export function clientInfo(request: FastifyRequest): ClientInfo {
 }
 
 function asUtf8(header: string): string {
-  if (!/[^\x00-\x7f]/.test(header)) return header;
+  if (!/[\u0080-\u00ff]/.test(header)) return header;
   const bytes = Buffer.from(header, 'latin1');
   return isUtf8(bytes) ? bytes.toString('utf8') : header;
 }
