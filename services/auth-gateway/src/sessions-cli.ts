@@ -17,6 +17,7 @@ import { isUuid } from './uuid.ts';
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--json]
        sessions-cli.ts end --all [--started-before <time>] [--json]
 Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.
+--user ends every session of one account, and prints the account's id and address.
 --all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
 that failed the time it printed, so that running it again leaves the sessions started since.`;
 
@@ -30,6 +31,9 @@ interface EndReport {
   /** Accounts gone through: with --all, every one with an unexpired session started by the cut-off. */
   users: number;
   sessionsEnded: number;
+  /** --user: the account it found, so that the operator sees it was the one meant. */
+  userId?: string;
+  email?: string;
   /** --all: the sessions started after it are left. */
   startedBefore?: string;
 }
@@ -45,6 +49,10 @@ interface EndReport {
  * and its cut-off), 2 on a usage error or an account not found.
  */
 export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   let args: ReturnType<typeof parse>;
   try {
     args = parse(argv);
@@ -70,13 +78,15 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
     let report: EndReport;
     if (args.user !== undefined) {
       const userId = isUuid(args.user)
-        ? (await findUser(app.db, args.user))?.id
+        ? args.user.toLowerCase()
         : await findUserIdByEmail(app.db, normalizeEmail(args.user));
-      if (userId === undefined) {
+      const user = userId === undefined ? undefined : await findUser(app.db, userId);
+      if (user === undefined) {
         console.error(`sessions end: no account of ${args.user}`);
         return 2;
       }
-      report = { users: 1, sessionsEnded: await end(userId, OPERATOR) };
+      const sessionsEnded = await end(user.id, OPERATOR);
+      report = { users: 1, sessionsEnded, userId: user.id, email: user.email };
     } else {
       const startedBefore = args.startedBefore ?? systemClock.now();
       report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
@@ -101,7 +111,9 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
         if (failed) throw Object.assign(failed.reason as Error, { report });
       }
     }
-    const accounts = `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
+    const accounts = report.userId
+      ? `account ${report.userId}, ${report.email}`
+      : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
     const cutoff = report.startedBefore ? `, started before ${report.startedBefore}` : '';
     console.log(
       args.json ? JSON.stringify(report) : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
@@ -127,19 +139,23 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     options: {
-      user: { type: 'string' },
+      // Given twice, parseArgs keeps the last: an operator ending two accounts would end one.
+      user: { type: 'string', multiple: true },
       all: { type: 'boolean', default: false },
-      'started-before': { type: 'string' },
+      'started-before': { type: 'string', multiple: true },
       json: { type: 'boolean', default: false },
     },
   });
+  if ((values.user?.length ?? 0) > 1 || (values['started-before']?.length ?? 0) > 1)
+    throw new Error('give --user (one account at a time) and --started-before once each');
+  const user = values.user?.[0];
   if (positionals.join(' ') !== 'end')
     throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
-  if ((values.user === undefined) === !values.all) throw new Error('give either --user or --all');
-  const cutoff = values['started-before'];
+  if ((user === undefined) === !values.all) throw new Error('give either --user or --all');
+  const cutoff = values['started-before']?.[0];
   if (cutoff !== undefined && !values.all) throw new Error('--started-before is for --all');
   const startedBefore = cutoff === undefined ? undefined : cutoffTime(cutoff);
-  return { user: values.user?.trim(), startedBefore, json: values.json };
+  return { user: user?.trim(), startedBefore, json: values.json };
 }
 
 // ISO 8601 with its offset: without one, a time would be read in this host's time zone.

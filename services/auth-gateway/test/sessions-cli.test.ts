@@ -54,9 +54,10 @@ describe('sessions:end --user', () => {
     const other = await signIn(gateway.app, 'pavel@example.com');
 
     // As a user reporting a takeover writes the address.
+    // It names the account it found, which the operator checks was the one meant.
     expect(await sessionsEnd('--user', ' Olga@Example.COM ')).toEqual({
       code: 0,
-      out: 'sessions ended: 2 (1 account)',
+      out: `sessions ended: 2 (account ${phone.user._id}, olga@example.com)`,
       err: '',
     });
     for (const session of [phone, laptop]) {
@@ -78,9 +79,9 @@ describe('sessions:end --user', () => {
     });
 
     // By id, with --json: the session just started ends too.
-    expect(await sessionsEnd('--user', again.user._id, '--json')).toMatchObject({
+    expect(await sessionsEnd('--user', again.user._id.toUpperCase(), '--json')).toMatchObject({
       code: 0,
-      out: JSON.stringify({ users: 1, sessionsEnded: 1 }),
+      out: JSON.stringify({ users: 1, sessionsEnded: 1, userId: again.user._id, email: 'olga@example.com' }),
     });
     expect(await works(again.accessToken)).toBe(false);
   });
@@ -200,6 +201,25 @@ describe('sessions:end, misused', () => {
       expect(code).toBe(2);
       expect(err).toContain('give either --user or --all');
     }
+  });
+
+  it('refuses --user given twice, which would end one of the two accounts', async () => {
+    const first = await signIn(gateway.app, 'twice-1@example.com');
+    const second = await signIn(gateway.app, 'twice-2@example.com');
+    expect(await sessionsEnd('--user', 'twice-1@example.com', '--user', 'twice-2@example.com')).toMatchObject(
+      {
+        code: 2,
+        err: expect.stringContaining('give --user (one account at a time) and --started-before once each'),
+      },
+    );
+    expect(await works(first.accessToken)).toBe(true);
+    expect(await works(second.accessToken)).toBe(true);
+  });
+
+  it('prints the usage for --help, and succeeds', async () => {
+    const { code, out } = await sessionsEnd('--help');
+    expect(code).toBe(0);
+    expect(out).toContain('usage: sessions-cli.ts end --user <email or user id>');
   });
 
   it('takes --started-before for --all only, and only a time', async () => {
