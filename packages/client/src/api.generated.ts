@@ -497,7 +497,7 @@ export interface components {
             snapchat?: string | null;
             /** @description Facebook handle: 1–30 of A–Z a–z 0–9 . _; a leading @ is dropped; a URL is rejected. null clears it. Surrounding blanks are trimmed before it is checked. */
             facebook?: string | null;
-            /** @description An https:// URL of at most 2048 characters, without credentials (user:password@); stored as a browser reads it (https://CDN.example.com\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it. Surrounding blanks are trimmed before it is checked. */
+            /** @description An https:// URL of at most 2048 characters, on a public host name (no IP address, localhost or local name), without credentials (user:password@); stored as a browser reads it (https://CDN.example.com\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it. Surrounding blanks are trimmed before it is checked. */
             profilePhoto?: string | null;
             /** @description An IANA time zone name the server knows (Europe/Istanbul, UTC); a UTC offset such as +03:00 is rejected. Case is corrected to the server's spelling. An alias is kept as sent (US/Eastern), unless written in lower case, which no tzdb reader knows: then it is stored as the zone it names (us/eastern → America/New_York). null clears it. Surrounding blanks are trimmed before it is checked. */
             timezone?: string | null;

@@ -701,6 +701,24 @@ describe('profilePhoto', () => {
     },
   );
 
+  it.each([
+    'https://127.0.0.1/a.jpg',
+    'https://0x7f.1/a.jpg',
+    'https://[::1]/a.jpg',
+    'https://169.254.169.254/latest/meta-data',
+    'https://10.0.0.5/a.jpg',
+    'https://localhost/a.jpg',
+    'https://api.localhost/a.jpg',
+    'https://intranet/a.jpg',
+    'https://printer.local/a.jpg',
+    'https://db.internal/a.jpg',
+    'https://nas.home.arpa/a.jpg',
+  ])('rejects %j, which a server fetching photos would reach in its own network', (profilePhoto) => {
+    expect(plan({ profilePhoto })).toEqual(
+      invalid('profilePhoto must be on a public host name, not an IP address or a local name'),
+    );
+  });
+
   it('is stored as a browser reads it, so that no reader finds another host or credentials in it', () => {
     expect(changesOf({ profilePhoto: 'https://cdn.good.com\\attacker:secret@evil.com/a.jpg' })).toEqual({
       profilePhoto: 'https://cdn.good.com/attacker:secret@evil.com/a.jpg',

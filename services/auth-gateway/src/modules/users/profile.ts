@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { type Static, type TSchema, Type } from 'typebox';
 import { isCalendarTime } from '../../calendar.ts';
 
@@ -94,7 +95,7 @@ export const UserPatch = Type.Object(
     facebook: Handle('Facebook'),
     profilePhoto: Clearable(
       Type.String({ format: 'uri', pattern: '^https://', maxLength: PHOTO_URL_MAX }),
-      `An https:// URL of at most ${PHOTO_URL_MAX} characters, without credentials (user:password@); stored as a browser ` +
+      `An https:// URL of at most ${PHOTO_URL_MAX} characters, on a public host name (no IP address, localhost or local name), without credentials (user:password@); stored as a browser ` +
         'reads it (https://CDN.example.com\\ä.jpg → https://cdn.example.com/%C3%A4.jpg). null clears it.',
     ),
     timezone: Clearable(
@@ -420,6 +421,13 @@ const handle = (field: string) => (raw: unknown) =>
     return accept(name);
   });
 
+// The special-use names of RFC 6761 and RFC 8375, and the suffixes local networks use by convention.
+const LOCAL_NAME = /(^|\.)(localhost|local|internal|lan|home\.arpa)\.?$/i;
+
+/** A host name with a dot in it (no single label a resolver completes) that names no local host. */
+const isPublicHostName = (hostname: string) =>
+  isIP(hostname.replace(/^\[|\]$/g, '')) === 0 && /\.[^.]/.test(hostname) && !LOCAL_NAME.test(hostname);
+
 const parseProfilePhoto = (raw: unknown) =>
   nullableString('profilePhoto', raw, (value) => {
     if (characters(value) > PHOTO_URL_MAX) {
@@ -438,6 +446,10 @@ const parseProfilePhoto = (raw: unknown) =>
     }
     // Credentials in a URL that every viewer of the profile is shown would leak.
     if (url.username !== '' || url.password !== '') return reject('profilePhoto must not carry credentials');
+    // A photo is on the internet: an address, localhost or a name of the local network, fetched by a
+    // server that shows or checks photos, would reach that server's own network (SSRF).
+    if (!isPublicHostName(url.hostname))
+      return reject('profilePhoto must be on a public host name, not an IP address or a local name');
     // Stored as checked: what other parsers read of `https://a.com\b@c.com` differs from what a browser does.
     if (characters(url.href) > PHOTO_URL_MAX) {
       return reject(`profilePhoto must be at most ${PHOTO_URL_MAX} characters`);
