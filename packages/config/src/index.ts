@@ -215,29 +215,26 @@ function nest(schema: TObject, values: Record<string, unknown>): Record<string, 
   return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
 }
 
-/** A name with each word's plural made singular (`TRUST_PROXIES`: `TRUST_PROXY`), in upper case. */
-const singular = (name: string) =>
-  name
-    .toUpperCase()
-    .replace(/IES(?=_|$)/g, 'Y')
-    .replace(/S(?=_|$)/g, '');
+/** A name in upper case with its last word's plural made singular (`TRUST_PROXIES`: `TRUST_PROXY`). */
+const singular = (name: string) => name.toUpperCase().replace(/IES$/, 'Y').replace(/S$/, '');
 
 /**
  * The variables of `env` that are no setting of the schema but look like a misspelling of one: the
- * same but for case or a plural, or a letter or two apart (`CORS_ORIGIN` for `CORS_ORIGINS`,
- * `DATABASE_URI` for `DATABASE_URL`). The service ignores them, and warns at start.
+ * same but for case or a plural, or a letter apart (`CORS_ORIGIN` for `CORS_ORIGINS`, `DATABASE_URI`
+ * for `DATABASE_URL`). The service ignores them, and warns at start. Two letters apart would flag
+ * names a platform sets (Kubernetes' `API_PORT` of a Service named api, for `OPS_PORT`).
  */
 export function misspelledVariables(
   schema: TObject,
   env: NodeJS.ProcessEnv,
 ): { name: string; meant: string }[] {
   const names = variablesOf(schema).map((leaf) => leaf.name);
-  const forms = names.map(singular);
   return Object.keys(env).flatMap((name) => {
     if (names.includes(name) || !/^[A-Za-z][A-Za-z0-9_]{3,}$/.test(name)) return [];
-    // Short names lie a letter apart by chance (HOME, HOST): one letter for them, two for the rest.
-    const form = closestMatch(singular(name), forms, { maxDistance: name.length < 8 ? 1 : 2 });
-    return form === undefined ? [] : [{ name, meant: names[forms.indexOf(form)] as string }];
+    const meant =
+      names.find((known) => singular(known) === singular(name)) ??
+      closestMatch(name.toUpperCase(), names, { maxDistance: 1 });
+    return meant === undefined ? [] : [{ name, meant }];
   });
 }
 

@@ -302,6 +302,12 @@ describe('misspelledVariables', () => {
       REDIS_PORT: 'tcp://10.0.0.2:6379',
       KUBERNETES_SERVICE_HOST: '10.0.0.1',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      // Kubernetes' variables of Services named api, app, cors and otp, and other conventions.
+      API_PORT: 'tcp://10.0.0.3:80',
+      APP_HOST: 'app.example',
+      CORS_PORT: 'tcp://10.0.0.4:80',
+      OTP_PORT: 'tcp://10.0.0.5:80',
+      DATABASE_SSL: 'true',
     };
     expect(misspelledVariables(GatewayConfigSchema, env)).toEqual([
       { name: 'CORS_ORIGIN', meant: 'CORS_ORIGINS' },

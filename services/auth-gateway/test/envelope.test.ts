@@ -343,6 +343,26 @@ describe('every response is the envelope, straight from the socket', () => {
     expect(json.errors).toEqual(['Validation failed', 'CONNECT is not served here']);
   });
 
+  it('answers a request pipelined before a CONNECT first, and outlives a CONNECT whose client resets', async () => {
+    const response = await exchange(
+      'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nCONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    );
+    expect(response.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
+    // Node hands a CONNECT's socket over without its error listener: the answer written into a reset
+    // connection would be an uncaught error, the end of the process.
+    const port = await listening();
+    for (let round = 0; round < 20; round += 1) {
+      const socket = net.connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+      socket.resetAndDestroy();
+    }
+    const { head } = only(
+      await exchange('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it('answers the requests before unreadable bytes on a connection first, then the bytes with a 400', async () => {
     const response = await exchange(
       'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /.well-known/jwks.json HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n',

@@ -196,6 +196,8 @@ describe('misspelledVariables', () => {
       OTP_SECRET: 'x',
       JWT_PRIVATE_KEY_FILE: '/run/secrets/jwt',
       CORS_ORIGINS: 'https://app.example',
+      SMTP_TLS: 'true',
+      API_PORT: 'tcp://10.0.0.3:80',
     };
     expect(misspelledVariables(MailerConfigSchema, env)).toEqual([
       { name: 'MAILER_CONCURENCY', meant: 'MAILER_CONCURRENCY' },

@@ -156,12 +156,19 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
   // their answers go first. When it failed inside the request being answered, that request gets this
   // answer instead, unless its own has begun (a URL Fastify refused at once, then a bad
   // Transfer-Encoding): a second would corrupt the stream. Node's clientError default checks that too.
-  const after = (pending: ServerSocket['_httpMessage']) => {
-    if (pending?.req.complete) pending.once('finish', () => after((socket as ServerSocket)._httpMessage));
-    else if (pending?.headersSent) socket.end();
-    else rawAnswer(socket, code);
-  };
-  after((socket as ServerSocket)._httpMessage);
+  // (One whose answer has gone already is no longer on the socket: the bytes get an answer of their own.)
+  answerAfterPending(socket, () => rawAnswer(socket, code));
+}
+
+/**
+ * `answer()` once the answers of the complete requests before it on the socket have gone (pipelined);
+ * only the end of the connection if the request being answered is incomplete and its answer has begun.
+ */
+function answerAfterPending(socket: Socket, answer: () => void) {
+  const pending = (socket as ServerSocket)._httpMessage;
+  if (pending?.req.complete) pending.once('finish', () => answerAfterPending(socket, answer));
+  else if (pending?.headersSent) socket.end();
+  else answer();
 }
 
 /** An enveloped error written straight to a socket no request of the gateway's owns, which is then closed. */
@@ -199,10 +206,16 @@ export default fp<ErrorHandlerOptions>(
       else response.writeContinue();
       app.routing(request, response);
     });
-    // CONNECT (a tunnel) is no request of the gateway's: Node would close the connection without a word.
-    app.server.on('connect', (_request, socket: Socket) =>
-      rawAnswer(socket, 'BAD_REQUEST', 'CONNECT is not served here'),
-    );
+    // CONNECT (a tunnel) is no request of the gateway's: Node would close the connection without a
+    // word. Node hands the socket over without its error listener and timeout: a reset would end the
+    // process, and a client that never closes would keep the socket.
+    app.server.on('connect', (_request, socket: Socket) => {
+      socket.on('error', () => socket.destroy());
+      answerAfterPending(socket, () => {
+        rawAnswer(socket, 'BAD_REQUEST', 'CONNECT is not served here');
+        socket.setTimeout(5000, () => socket.destroy());
+      });
+    });
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';
       const allowed = methodsOf(app, path).sort();

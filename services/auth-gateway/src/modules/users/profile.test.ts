@@ -374,6 +374,15 @@ describe('username', () => {
     });
   });
 
+  it('allows no change after one stored as infinity, as the last time a Date holds (written by hand)', () => {
+    const current = { ...REGISTERED, lastUsernameChangeDate: new Date(8.64e15) };
+    expect(plan({ username: 'ayse2' }, current)).toEqual({
+      ok: false,
+      status: 409,
+      details: ['username can be changed again at +275760-09-13T00:00:00.000Z'],
+    });
+  });
+
   it('answers a 400 rather than the cooldown 409 when another field is invalid', () => {
     expect(plan({ username: 'ayse.yilmaz', bio: 42 }, REGISTERED)).toEqual(
       invalid('bio must be a string or null'),
@@ -713,6 +722,8 @@ describe('profilePhoto', () => {
     'https://printer.local/a.jpg',
     'https://db.internal/a.jpg',
     'https://nas.home.arpa/a.jpg',
+    'https://gateway.tessera.svc/a.jpg',
+    'https://localhost.localdomain/a.jpg',
   ])('rejects %j, which a server fetching photos would reach in its own network', (profilePhoto) => {
     expect(plan({ profilePhoto })).toEqual(
       invalid('profilePhoto must be on a public host name, not an IP address or a local name'),

@@ -421,8 +421,10 @@ const handle = (field: string) => (raw: unknown) =>
     return accept(name);
   });
 
-// The special-use names of RFC 6761 and RFC 8375, and the suffixes local networks use by convention.
-const LOCAL_NAME = /(^|\.)(localhost|local|internal|lan|home\.arpa)\.?$/i;
+// The special-use names of RFC 6761 and RFC 8375, and the suffixes local networks and clusters use
+// by convention. A first filter: a public name may resolve to a private address (README).
+const LOCAL_NAME =
+  /(^|\.)(localhost|localdomain|local|internal|intranet|corp|private|lan|svc|home\.arpa)\.?$/i;
 
 /** A host name with a dot in it (no single label a resolver completes) that names no local host. */
 const isPublicHostName = (hostname: string) =>
@@ -447,7 +449,8 @@ const parseProfilePhoto = (raw: unknown) =>
     // Credentials in a URL that every viewer of the profile is shown would leak.
     if (url.username !== '' || url.password !== '') return reject('profilePhoto must not carry credentials');
     // A photo is on the internet: an address, localhost or a name of the local network, fetched by a
-    // server that shows or checks photos, would reach that server's own network (SSRF).
+    // server that shows or checks photos, would reach that server's own network (SSRF). A first
+    // filter: such a server must still refuse what a name resolves to in private ranges.
     if (!isPublicHostName(url.hostname))
       return reject('profilePhoto must be on a public host name, not an IP address or a local name');
     // Stored as checked: what other parsers read of `https://a.com\b@c.com` differs from what a browser does.
@@ -527,6 +530,9 @@ const SETTABLE_FIELDS: ReadonlySet<string> = new Set(Object.keys(UserPatch.prope
 const REQUIRED_FIELDS = ['name', 'surname', 'username'] as const;
 
 type Body = Record<string, unknown>;
+
+/** The last time a JavaScript Date holds (node-postgres reads `infinity` as it: plugins/db.ts). */
+const LAST_TIME = 8.64e15;
 
 /** A body that is a JSON object, the one shape a profile update has. */
 export const isJsonObject = (value: unknown): value is Body =>
@@ -699,7 +705,9 @@ export function planProfileUpdate(body: Body, context: ProfileContext): ProfileP
   // cooldown ends, and the registration it is required for could not complete. It starts none.
   if (changes.username !== undefined) {
     const last = current.lastUsernameChangeDate;
-    const allowedFrom = last && new Date(last.getTime() + context.usernameChangeCooldownSeconds * 1000);
+    // At the latest the last time a Date holds: a change stored as `infinity` (by hand) allows none.
+    const allowedFrom =
+      last && new Date(Math.min(last.getTime() + context.usernameChangeCooldownSeconds * 1000, LAST_TIME));
     if (allowedFrom && now.getTime() < allowedFrom.getTime()) {
       conflicts.push(`username can be changed again at ${allowedFrom.toISOString()}`);
     }
