@@ -99,14 +99,21 @@ export default fp<{ appEnv: AppEnv; corsOrigins: readonly string[] }>(
     app.addHook('onRequest', (request, _reply, done) => {
       if (request.raw.httpVersion === '1.1' && request.headers.host === undefined)
         return done(new GatewayError('HOST_MISSING'));
-      const names = request.raw.rawHeaders.filter((_, index) => index % 2 === 0);
-      if (names.filter((name) => name.toLowerCase() === 'host').length > 1)
+      if (hostHeaders(request.raw.rawHeaders) > 1)
         return done(new GatewayError('BAD_REQUEST', ['Send one Host header']));
       done();
     });
   },
   { name: 'http-security', dependencies: ['error-handler'] },
 );
+
+/** How many Host headers a request has (Node's `headers` keeps the first), counted without allocating. */
+function hostHeaders(raw: string[]): number {
+  let count = 0;
+  for (let index = 0; index < raw.length; index += 2)
+    if (raw[index]?.length === 4 && raw[index]?.toLowerCase() === 'host') count += 1;
+  return count;
+}
 
 function isPreflightForKnownRoute(app: FastifyInstance, request: FastifyRequest): boolean {
   const method = request.headers['access-control-request-method'];
