@@ -302,12 +302,15 @@ function ownConnectionProbe(options: pg.ClientConfig) {
  * reads as the last or first time a Date holds instead of as a number: every time stays a Date.
  */
 function getTypeParser(oid: number, format?: 'text' | 'binary') {
-  const parse = pg.types.getTypeParser(oid, format);
-  if (oid !== pg.types.builtins.TIMESTAMPTZ) return parse;
-  return (text: string) => {
-    const value: Date | number = parse(text);
-    return typeof value === 'number' ? new Date(Math.sign(value) * 8.64e15) : value;
-  };
+  return oid === pg.types.builtins.TIMESTAMPTZ && format !== 'binary'
+    ? parseTimestamptz
+    : pg.types.getTypeParser(oid, format);
+}
+
+const parseTime = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text');
+function parseTimestamptz(text: string): Date {
+  const value: Date | number = parseTime(text);
+  return typeof value === 'number' ? new Date(Math.sign(value) * 8.64e15) : value;
 }
 
 /**
