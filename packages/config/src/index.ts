@@ -218,22 +218,35 @@ function nest(schema: TObject, values: Record<string, unknown>): Record<string, 
 /** A name in upper case with its last word's plural made singular (`TRUST_PROXIES`: `TRUST_PROXY`). */
 const singular = (name: string) => name.toUpperCase().replace(/IES$/, 'Y').replace(/S$/, '');
 
+/** Whether `a` is `b` with two neighbouring letters swapped (`CROS` for `CORS`). */
+function swapped(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  const at = [...a].findIndex((letter, index) => letter !== b[index]);
+  return at >= 0 && a[at] === b[at + 1] && a[at + 1] === b[at] && a.slice(at + 2) === b.slice(at + 2);
+}
+
+// What Kubernetes sets for each Service of the namespace (`OPA_PORT=tcp://10.0.0.7:8181`).
+const SERVICE_LINK = /^(tcp|udp|sctp):\/\//;
+
 /**
  * The variables of `env` that are no setting of the schema but look like a misspelling of one: the
- * same but for case or a plural, or a letter apart (`CORS_ORIGIN` for `CORS_ORIGINS`, `DATABASE_URI`
- * for `DATABASE_URL`). The service ignores them, and warns at start. Two letters apart would flag
- * names a platform sets (Kubernetes' `API_PORT` of a Service named api, for `OPS_PORT`).
+ * same but for case or a plural, two neighbouring letters swapped, or a letter apart (`CORS_ORIGIN`
+ * for `CORS_ORIGINS`, `CROS_ORIGINS`, `DATABASE_URI` for `DATABASE_URL`). The service ignores them,
+ * and warns at start. Two letters apart would flag names a platform sets (Kubernetes' `API_PORT` of a
+ * Service named api, for `OPS_PORT`); its Service variables are left out.
  */
 export function misspelledVariables(
   schema: TObject,
   env: NodeJS.ProcessEnv,
 ): { name: string; meant: string }[] {
   const names = variablesOf(schema).map((leaf) => leaf.name);
-  return Object.keys(env).flatMap((name) => {
-    if (names.includes(name) || !/^[A-Za-z][A-Za-z0-9_]{3,}$/.test(name)) return [];
+  return Object.entries(env).flatMap(([name, value]) => {
+    if (names.includes(name) || !/^[A-Za-z][A-Za-z0-9_]{3,}$/.test(name) || SERVICE_LINK.test(value ?? ''))
+      return [];
+    const upper = name.toUpperCase();
     const meant =
-      names.find((known) => singular(known) === singular(name)) ??
-      closestMatch(name.toUpperCase(), names, { maxDistance: 1 });
+      names.find((known) => singular(known) === singular(name) || swapped(known, upper)) ??
+      closestMatch(upper, names, { maxDistance: 1 });
     return meant === undefined ? [] : [{ name, meant }];
   });
 }

@@ -288,6 +288,7 @@ describe('misspelledVariables', () => {
       DATABASE_URI: 'postgres://db/tessera',
       otp_ttl: '120',
       ACCES_TOKEN_TTL: '600',
+      CROS_ORIGINS: 'https://app.example',
       // The settings themselves, the mailer's (one .env for both), the machine's and the platform's.
       CORS_ORIGINS: 'https://app.example',
       SMTP_URL: 'smtp://mail',
@@ -307,6 +308,7 @@ describe('misspelledVariables', () => {
       APP_HOST: 'app.example',
       CORS_PORT: 'tcp://10.0.0.4:80',
       OTP_PORT: 'tcp://10.0.0.5:80',
+      OPA_PORT: 'tcp://10.0.0.6:8181',
       DATABASE_SSL: 'true',
     };
     expect(misspelledVariables(GatewayConfigSchema, env)).toEqual([
@@ -315,6 +317,7 @@ describe('misspelledVariables', () => {
       { name: 'DATABASE_URI', meant: 'DATABASE_URL' },
       { name: 'otp_ttl', meant: 'OTP_TTL' },
       { name: 'ACCES_TOKEN_TTL', meant: 'ACCESS_TOKEN_TTL' },
+      { name: 'CROS_ORIGINS', meant: 'CORS_ORIGINS' },
     ]);
   });
 });

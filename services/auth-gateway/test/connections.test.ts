@@ -139,3 +139,46 @@ describe('connections', () => {
     for (const client of idle) client.socket.destroy();
   });
 });
+
+describe('a client that leaves at once', () => {
+  beforeEach(() => listening({}));
+
+  it('resetting its connection as it sends a request, is no error of the gateway', async () => {
+    const internal = 'tessera_errors_total{code="INTERNAL"}';
+    const before = await metric(internal);
+    for (let round = 0; round < 20; round += 1) {
+      const client = connect();
+      await client.connected;
+      client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+      client.socket.resetAndDestroy();
+      await client.closed;
+    }
+    // Answered on a connection of its own: the gateway still serves.
+    const after = connect();
+    after.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n');
+    expect(await after.closed).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await metric(internal)).toBe(before);
+  });
+
+  it('sending CONNECT and then a byte now and then, is cut off all the same', async () => {
+    // Half-open: its side stays open after the answer, as a client holding connections keeps it.
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk;
+    });
+    // A byte written as the gateway cuts it off fails (EPIPE): that is the point.
+    socket.on('error', () => {});
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    await once(socket, 'connect');
+    socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    // Each byte would restart an idle timeout: the connection must end anyway.
+    const trickle = setInterval(() => socket.write('x'), 500);
+    try {
+      await closed;
+      expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+});

@@ -89,6 +89,9 @@ function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
 const DISCARD_BYTES = 16 * 1024 * 1024;
 const DISCARD_MS = 5000;
 
+// How long a CONNECT's connection may stay, its answer and those before it included.
+const CONNECT_MS = 5000;
+
 // Requests that asked to send their body (Expect: 100-continue) and were not asked to: it is too large.
 const uninvited = new WeakSet<IncomingMessage>();
 
@@ -172,7 +175,9 @@ function answerAfterPending(socket: Socket, answer: () => void) {
 }
 
 /** An enveloped error written straight to a socket no request of the gateway's owns, which is then closed. */
-export function rawAnswer(socket: Socket, code: ErrorCode, detail = UNREAD[code]) {
+function rawAnswer(socket: Socket, code: ErrorCode, detail = UNREAD[code]) {
+  // Closed meanwhile (a `Connection: close` answer before it): nobody to answer.
+  if (socket.writableEnded || socket.destroyed) return;
   errorsAnswered.add(1, { code });
   const status = ERRORS[code].status;
   // No request, so no app clock: the socket is all there is.
@@ -207,14 +212,13 @@ export default fp<ErrorHandlerOptions>(
       app.routing(request, response);
     });
     // CONNECT (a tunnel) is no request of the gateway's: Node would close the connection without a
-    // word. Node hands the socket over without its error listener and timeout: a reset would end the
-    // process, and a client that never closes would keep the socket.
+    // word. Node hands the socket over without its error listener and timeouts: a reset would end the
+    // process, and a client that never closes (or sends a byte now and then) would keep the socket.
     app.server.on('connect', (_request, socket: Socket) => {
       socket.on('error', () => socket.destroy());
-      answerAfterPending(socket, () => {
-        rawAnswer(socket, 'BAD_REQUEST', 'CONNECT is not served here');
-        socket.setTimeout(5000, () => socket.destroy());
-      });
+      const deadline = setTimeout(() => socket.destroy(), CONNECT_MS);
+      socket.once('close', () => clearTimeout(deadline));
+      answerAfterPending(socket, () => rawAnswer(socket, 'BAD_REQUEST', 'CONNECT is not served here'));
     });
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';

@@ -55,6 +55,13 @@ export default fp<RateLimitOptions>(
         return new GatewayError('RATE_LIMITED', [`Try again in ${retryAfter} seconds`], retryAfter);
       },
     });
+    // A client that reset its connection before this hook has no address left (Node forgets a
+    // destroyed socket's): nothing to count it by, which the limit would log as an error, and nobody
+    // to answer.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (request.ip === undefined) reply.hijack();
+      else done();
+    });
     app.addHook('onRequest', app.rateLimit());
   },
   { name: 'rate-limit', dependencies: ['error-handler'] },

@@ -724,6 +724,8 @@ describe('profilePhoto', () => {
     'https://nas.home.arpa/a.jpg',
     'https://gateway.tessera.svc/a.jpg',
     'https://localhost.localdomain/a.jpg',
+    'https://build.test/a.jpg',
+    'https://router.home/a.jpg',
   ])('rejects %j, which a server fetching photos would reach in its own network', (profilePhoto) => {
     expect(plan({ profilePhoto })).toEqual(
       invalid('profilePhoto must be on a public host name, not an IP address or a local name'),

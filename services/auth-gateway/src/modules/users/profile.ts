@@ -421,10 +421,10 @@ const handle = (field: string) => (raw: unknown) =>
     return accept(name);
   });
 
-// The special-use names of RFC 6761 and RFC 8375, and the suffixes local networks and clusters use
-// by convention. A first filter: a public name may resolve to a private address (README).
+// The special-use names of RFC 6761, RFC 7686 and RFC 8375, and the suffixes local networks and
+// clusters use by convention. A first filter: a public name may resolve to a private address (README).
 const LOCAL_NAME =
-  /(^|\.)(localhost|localdomain|local|internal|intranet|corp|private|lan|svc|home\.arpa)\.?$/i;
+  /(^|\.)(localhost|localdomain|local|test|example|invalid|onion|internal|intranet|corp|private|lan|home|svc|home\.arpa)\.?$/i;
 
 /** A host name with a dot in it (no single label a resolver completes) that names no local host. */
 const isPublicHostName = (hostname: string) =>
