@@ -8,3 +8,6 @@ export function isCalendarTime(year: number, month: number, day: number, hour = 
     month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59
   );
 }
+
+/** The last time a JavaScript Date holds (+275760-09-13), and its negative the first. */
+export const LAST_TIME = 8.64e15;

@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
+import { LAST_TIME } from '../calendar.ts';
 import type { Database } from '../database.ts';
 import { type SchemaState, schemaState, warnIfSchemaBehind } from '../migration-state.ts';
 
@@ -310,7 +311,7 @@ function getTypeParser(oid: number, format?: 'text' | 'binary') {
 const parseTime = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text');
 function parseTimestamptz(text: string): Date {
   const value: Date | number = parseTime(text);
-  return typeof value === 'number' ? new Date(Math.sign(value) * 8.64e15) : value;
+  return typeof value === 'number' ? new Date(Math.sign(value) * LAST_TIME) : value;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { type Static, type TSchema, Type } from 'typebox';
-import { isCalendarTime } from '../../calendar.ts';
+import { isCalendarTime, LAST_TIME } from '../../calendar.ts';
 
 export const GENDERS = ['female', 'male', 'non-binary', 'other', 'prefer-not-to-say'] as const;
 export const AVAILABILITY_STATUSES = ['available', 'busy', 'away', 'offline'] as const;
@@ -530,9 +530,6 @@ const SETTABLE_FIELDS: ReadonlySet<string> = new Set(Object.keys(UserPatch.prope
 const REQUIRED_FIELDS = ['name', 'surname', 'username'] as const;
 
 type Body = Record<string, unknown>;
-
-/** The last time a JavaScript Date holds (node-postgres reads `infinity` as it: plugins/db.ts). */
-const LAST_TIME = 8.64e15;
 
 /** A body that is a JSON object, the one shape a profile update has. */
 export const isJsonObject = (value: unknown): value is Body =>
