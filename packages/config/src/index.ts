@@ -244,8 +244,9 @@ export function misspelledVariables(
     if (names.includes(name) || !/^[A-Za-z][A-Za-z0-9_]{3,}$/.test(name) || SERVICE_LINK.test(value ?? ''))
       return [];
     const upper = name.toUpperCase();
+    const form = singular(name);
     const meant =
-      names.find((known) => singular(known) === singular(name) || swapped(known, upper)) ??
+      names.find((known) => singular(known) === form || swapped(known, upper)) ??
       closestMatch(upper, names, { maxDistance: 1 });
     return meant === undefined ? [] : [{ name, meant }];
   });

@@ -9,7 +9,7 @@ import { createActiveSessionStore } from './modules/sessions/active-sessions.sto
 import { logoutEverywhere } from './modules/sessions/end.ts';
 import { usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
 import { normalizeEmail } from './modules/sign-in/email-address.ts';
-import { findUser, findUserIdByEmail } from './modules/users/users.repository.ts';
+import { findUser, findUserByEmail } from './modules/users/users.repository.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
 import { isUuid } from './uuid.ts';
@@ -77,10 +77,9 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
 
     let report: EndReport;
     if (args.user !== undefined) {
-      const userId = isUuid(args.user)
-        ? args.user.toLowerCase()
-        : await findUserIdByEmail(app.db, normalizeEmail(args.user));
-      const user = userId === undefined ? undefined : await findUser(app.db, userId);
+      const user = isUuid(args.user)
+        ? await findUser(app.db, args.user)
+        : await findUserByEmail(app.db, normalizeEmail(args.user));
       if (user === undefined) {
         console.error(`sessions end: no account of ${args.user}`);
         return 2;

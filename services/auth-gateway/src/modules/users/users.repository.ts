@@ -53,9 +53,9 @@ export function findUser(db: Kysely<Database>, id: string): Promise<UserRow | un
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The id of the account of `email` (normalized), if it has one. */
-export async function findUserIdByEmail(db: Kysely<Database>, email: string): Promise<string | undefined> {
-  return (await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst())?.id;
+/** The account of `email` (normalized), if it has one. */
+export function findUserByEmail(db: Kysely<Database>, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
 }
 
 /** The user's row, locked until the transaction ends: profile changes of one user take turns. */
