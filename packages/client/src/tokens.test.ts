@@ -269,7 +269,7 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     nowMs += HOUR * 1000;
 
     const renewed = await a.tokens.fresh();
-    await vi.waitFor(() => expect(b.changes.at(-1)).toEqual(renewed));
+    await vi.waitFor(() => expect(b.changes.at(-1)).toEqual(renewed), { timeout: 5000 });
 
     expect(await b.tokens.fresh()).toEqual(renewed);
     expect(server.presented).toEqual(['refresh-1']);
@@ -286,7 +286,7 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     server.endAll();
 
     expect(await a.tokens.refresh(held)).toBeNull();
-    await vi.waitFor(() => expect(b.changes.at(-1)).toBeNull());
+    await vi.waitFor(() => expect(b.changes.at(-1)).toBeNull(), { timeout: 5000 });
     expect(await b.storage.get()).toBeNull();
   });
 
@@ -297,11 +297,11 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     const a = keeper(server, name, area.tab());
     const before = keeper(server, name, area.tab());
     const signedIn = await a.tokens.signIn(server.issue(), nowMs);
-    await vi.waitFor(() => expect(before.changes).toEqual([signedIn]));
+    await vi.waitFor(() => expect(before.changes).toEqual([signedIn]), { timeout: 5000 });
 
     await a.tokens.signOut();
 
-    await vi.waitFor(() => expect(before.changes).toEqual([signedIn, null]));
+    await vi.waitFor(() => expect(before.changes).toEqual([signedIn, null]), { timeout: 5000 });
     expect(a.changes).toEqual([signedIn, null]);
   });
 
@@ -315,7 +315,7 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
 
     await a.tokens.signOut();
 
-    await vi.waitFor(() => expect(after.changes).toEqual([null]));
+    await vi.waitFor(() => expect(after.changes).toEqual([null]), { timeout: 5000 });
   });
 
   it('with its own storage, a client is neither signed in nor out by the other', async () => {
