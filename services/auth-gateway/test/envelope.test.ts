@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
@@ -395,6 +395,30 @@ describe('every response is the envelope, straight from the socket', () => {
     expect(head).toMatch(/^HTTP\/1\.1 400 /);
     expectErrorEnvelope(json, 400, 'Validation failed');
   });
+
+  it.each([
+    ['a URL that cannot be decoded', '/api/v1/auth/sessions/%E0%A4%A', 400],
+    ['an unknown route', '/api/v1/nope', 404],
+    ['a missing bearer token', '/api/v1/auth/logout', 401],
+    ['a method the path does not answer', '/api/v1/auth/sessions', 405],
+  ])(
+    'answers a request once when its body turns out malformed after it was refused for %s',
+    async (_, path, status) => {
+      // Refused before its body is read; a bad chunk of that body arrives after the answer.
+      const socket = net.connect(await listening(), '127.0.0.1');
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n`);
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      await vi.waitFor(() => expect(Buffer.concat(chunks).toString()).toContain('"isSuccess":false'), {
+        timeout: 5000,
+      });
+      socket.write('zz\r\nnot a chunk\r\n');
+      await once(socket, 'close');
+      const { head, json } = only(Buffer.concat(chunks).toString());
+      expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(json.statusCode).toBe(status);
+    },
+  );
 });
 
 describe('a 2 MiB body', () => {

@@ -135,7 +135,11 @@ const UNREAD: Partial<Record<ErrorCode, string>> = {
   HEADERS_TOO_LARGE: 'The request headers are too large',
 };
 
-type ServerSocket = Socket & { _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null };
+type ServerSocket = Socket & {
+  // The answer under way, and the parser's request (whose body may still be arriving): Node's own.
+  _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null;
+  parser?: { incoming?: IncomingMessage | null } | null;
+};
 const answering = new WeakSet<Socket>();
 
 /**
@@ -156,21 +160,20 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket) {
         ? 'REQUEST_TIMEOUT'
         : 'BAD_REQUEST';
   // The parser fails on bytes after requests still being answered (pipelined, or sent past a body):
-  // their answers go first. When it failed inside the request being answered, that request gets this
-  // answer instead, unless its own has begun (a URL Fastify refused at once, then a bad
-  // Transfer-Encoding): a second would corrupt the stream. Node's clientError default checks that too.
-  // (One whose answer has gone already is no longer on the socket: the bytes get an answer of their own.)
+  // their answers go first. When it failed inside a request whose own answer has begun or gone (a URL
+  // Fastify refused at once, then a bad chunk of its body), the connection just ends: a second answer
+  // to one request would be read as the answer to the client's next. Otherwise that request gets this one.
   answerAfterPending(socket, () => rawAnswer(socket, code));
 }
 
 /**
  * `answer()` once the answers of the complete requests before it on the socket have gone (pipelined);
- * only the end of the connection if the request being answered is incomplete and its answer has begun.
+ * only the end of the connection if the request being read is incomplete and its answer has begun or gone.
  */
-function answerAfterPending(socket: Socket, answer: () => void) {
-  const pending = (socket as ServerSocket)._httpMessage;
+function answerAfterPending(socket: ServerSocket, answer: () => void) {
+  const pending = socket._httpMessage;
   if (pending?.req.complete) pending.once('finish', () => answerAfterPending(socket, answer));
-  else if (pending?.headersSent) socket.end();
+  else if (pending ? pending.headersSent : socket.parser?.incoming?.complete === false) socket.end();
   else answer();
 }
 
