@@ -16,10 +16,10 @@ import { loadConfig, type MailerConfig } from '../src/config.ts';
 import { createTransport, type MailTransport } from '../src/transport.ts';
 import { createMailWorker } from '../src/worker.ts';
 
-// Two mailers with a 2.5 s lock that look for stalled jobs four times a second: a slow send stays with
+// Two mailers with a 4 s lock that look for stalled jobs four times a second: a slow send stays with
 // the mailer sending it, and a job BullMQ gives up on after it stalled too often keeps no code. (The
-// lock is renewed every half of it: a test process held up for longer would lose its job.)
-const LOCK_MS = 2500;
+// lock is renewed every half of it: a test process held up for longer, 2 s, would lose its job.)
+const LOCK_MS = 4000;
 const SMTP_DELAY_MS = 2 * LOCK_MS;
 
 let redis: TestRedis;
