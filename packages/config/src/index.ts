@@ -22,7 +22,8 @@ const appEnv = variable(
   'APP_ENV',
   Type.Union([Type.Literal('development'), Type.Literal('test'), Type.Literal('production')], {
     default: 'development',
-    description: '`development`, `test` or `production`. Only development and test return the code.',
+    description:
+      '`development`, `test` or `production`. Only development and test return the code (the gateway warns at start). Unset while `NODE_ENV=production`, the services refuse to start.',
   }),
 );
 const logLevel = variable(
@@ -177,6 +178,16 @@ export function variablesOf(schema: TObject, path: string[] = []): Leaf[] {
  */
 export function readConfig<S extends TObject>(schema: S, env: NodeJS.ProcessEnv): Static<S> {
   const leaves = variablesOf(schema);
+  // A platform's NODE_ENV=production says this is a deployment: development, the default, would
+  // answer sign-in codes to whoever asks (and a mailer write them to disk instead of sending them).
+  if (
+    env.APP_ENV === undefined &&
+    env.NODE_ENV === 'production' &&
+    leaves.some((leaf) => leaf.name === 'APP_ENV')
+  )
+    throw new ConfigError(
+      'Invalid configuration: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production to deploy (development answers sign-in codes to whoever asks), or APP_ENV=development',
+    );
   const flat = {
     type: 'object',
     // Ajv knows nothing of `env`: it names the variable, the property key does that here.

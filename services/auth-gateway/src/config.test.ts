@@ -185,6 +185,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ OTP_SECRET: `${'s'.repeat(32)}\n` }).otp.secret).toBe(`${'s'.repeat(32)}\n`);
   });
 
+  it('refuses to guess development where the platform says production (NODE_ENV), since development answers codes', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(
+      'Invalid configuration: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production to deploy (development answers sign-in codes to whoever asks), or APP_ENV=development',
+    );
+    expect(loadConfig({ NODE_ENV: 'production', APP_ENV: 'development' }).env).toBe('development');
+    expect(loadConfig({ NODE_ENV: 'development' }).env).toBe('development');
+  });
+
   it('refuses production without signing keys, the OTP secret or the mail job key', () => {
     expect(() => loadConfig({ APP_ENV: 'production', OTP_SECRET: 'x'.repeat(32) })).toThrowError(
       'Invalid configuration: JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE is required when APP_ENV=production',

@@ -12,6 +12,11 @@ const config = loadOrExit(loadConfig);
 
 const app = await startOrExit('gateway', '', buildApp(config));
 warnMisspelledVariables(app.log, GatewayConfigSchema, process.env);
+if (config.env !== 'production')
+  app.log.warn(
+    { appEnv: config.env },
+    `APP_ENV=${config.env}: the send answer carries the code, so whoever reaches this gateway can sign in as anyone. Set APP_ENV=production to deploy.`,
+  );
 
 const operations = await startOrExit(
   'gateway',

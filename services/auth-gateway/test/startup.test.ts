@@ -67,3 +67,13 @@ it('warns of a variable that looks like a misspelled setting, which it ignores',
     }),
   );
 });
+
+it('warns at start that a gateway not in production answers sign-in codes to whoever asks', async () => {
+  // APP_ENV=test, as every test gateway; stopped by an operations address of another machine.
+  const { code, stdout } = await start({ LOG_LEVEL: 'warn', OPS_HOST: '192.0.2.1' });
+
+  expect(code).toBe(1);
+  expect(stdout).toContain(
+    '"msg":"APP_ENV=test: the send answer carries the code, so whoever reaches this gateway can sign in as anyone. Set APP_ENV=production to deploy."',
+  );
+});

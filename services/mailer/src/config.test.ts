@@ -17,6 +17,13 @@ function startupError(env: NodeJS.ProcessEnv): string {
 }
 
 describe('loadConfig', () => {
+  it('refuses to guess development where the platform says production (NODE_ENV): it would write codes to disk', () => {
+    expect(startupError({ NODE_ENV: 'production', SMTP_URL: 'smtp://mail' })).toMatch(
+      /^Invalid configuration: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production to deploy/,
+    );
+    expect(loadConfig({ NODE_ENV: 'production', APP_ENV: 'development' }).env).toBe('development');
+  });
+
   it('refuses production without SMTP_URL', () => {
     expect(startupError({ APP_ENV: 'production' })).toBe(
       'Invalid configuration: SMTP_URL is required when APP_ENV=production',
