@@ -139,6 +139,11 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
 if (import.meta.main) {
   const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const appEnv = process.env.APP_ENV ?? 'development';
+  // As the services: a platform's NODE_ENV=production is no development, which creates the database.
+  if (process.env.APP_ENV === undefined && process.env.NODE_ENV === 'production') {
+    console.error('Migration failed: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production');
+    process.exit(1);
+  }
   // Not quoted back: node-postgres would read another form as a socket folder, password included.
   if (!isPostgresUrl(databaseUrl)) {
     console.error(

@@ -37,14 +37,14 @@ afterAll(async () => {
 });
 
 /** `pnpm db:migrate` as a developer runs it: `node src/migrate.ts` in development. */
-function migrate(databaseUrl: string) {
+function migrate(databaseUrl: string, env: Record<string, string> = { APP_ENV: 'development' }) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     execFile(
       process.execPath,
       ['src/migrate.ts'],
       {
         cwd: INFRA_DIR,
-        env: { PATH: process.env.PATH ?? '', APP_ENV: 'development', DATABASE_URL: databaseUrl },
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, ...env },
         timeout: 30_000,
       },
       (error, stdout, stderr) =>
@@ -129,4 +129,14 @@ it('refuses a DATABASE_URL that is no Postgres URL, without saying it back (its 
   expect(refused.stderr.trim()).toBe(
     'Migration failed: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
   );
+});
+
+it('refuses to guess development, which creates a missing database, where NODE_ENV=production', async () => {
+  const url = missingDatabaseUrl();
+  const refused = await migrate(url, { NODE_ENV: 'production' });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr.trim()).toBe(
+    'Migration failed: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production',
+  );
+  expect(await createDatabaseIfMissing(url)).toBe(true);
 });

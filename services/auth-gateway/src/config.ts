@@ -60,7 +60,7 @@ export const GatewayConfigSchema = Type.Object({
     requestTimeout: Int(
       'REQUEST_TIMEOUT',
       15,
-      'Seconds (at most 300) a client may take to send a whole request, headers and body; past it the answer is 408 and the connection is closed. A client that never finishes its body would otherwise hold its connection for good.',
+      'Seconds (at most 300) a client may take to send a whole request, headers and body; past it the answer is 408 and the connection is closed (only closed, for a request answered before its body arrived). A client that never finishes its body would otherwise hold its connection for good.',
       { maximum: 300 },
     ),
     maxConnections: Int(
