@@ -13,8 +13,10 @@ const prometheus = new PrometheusExporter({
 });
 const provider = new MeterProvider({ readers: [prometheus] });
 metrics.setGlobalMeterProvider(provider);
-// The process's own: event-loop delay and utilization, V8's heap and its garbage collections.
-new RuntimeNodeInstrumentation().setMeterProvider(provider);
+// The process's own: event-loop delay and utilization, V8's heap and its garbage collections. The
+// delay is sampled every 20 ms, not the default 10: at rest its timer is most of what a process does
+// (0.48 s of CPU a minute with 10 ms, 0.33 with 20), and a stall shorter than that shows in neither.
+new RuntimeNodeInstrumentation({ monitoringPrecision: 20 }).setMeterProvider(provider);
 
 /** Tessera's meter; instruments made from it appear at /metrics. */
 export const meter = metrics.getMeter('tessera');
