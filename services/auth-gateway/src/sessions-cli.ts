@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { isCalendarTime } from './calendar.ts';
 import { systemClock } from './clock.ts';
@@ -7,19 +7,20 @@ import { loadConfig } from './config.ts';
 import { loggerOptions } from './logging.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
 import { logoutEverywhere } from './modules/sessions/end.ts';
-import { usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
+import { openSessionCount, usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
 import { normalizeEmail } from './modules/sign-in/email-address.ts';
 import { findUser, findUserByEmail } from './modules/users/users.repository.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
 import { isUuid } from './uuid.ts';
 
-const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--json]
-       sessions-cli.ts end --all [--started-before <time>] [--json]
+const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--dry-run] [--json]
+       sessions-cli.ts end --all [--started-before <time>] [--dry-run] [--json]
 Reads the gateway's configuration (DATABASE_URL, REDIS_URL, …): run it where a gateway runs.
 --user ends every session of one account, and prints the account's id and address.
 --all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
-that failed the time it printed, so that running it again leaves the sessions started since.`;
+that failed the time it printed, so that running it again leaves the sessions started since.
+--dry-run ends nothing: it prints what would end (with --all, and its cut-off to end exactly those).`;
 
 /** How an operator's ending shows in the user's security events: a `logout` with no address. */
 const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)' };
@@ -31,6 +32,9 @@ interface EndReport {
   /** Accounts gone through: with --all, every one with an unexpired session started by the cut-off. */
   users: number;
   sessionsEnded: number;
+  /** --dry-run: nothing ended; the open sessions that would have, of `users` accounts. */
+  dryRun?: true;
+  sessionsToEnd?: number;
   /** --user: the account it found, so that the operator sees it was the one meant. */
   userId?: string;
   email?: string;
@@ -75,6 +79,8 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
       log: app.log,
     });
 
+    // With --all, the cut-off: the command's start unless given.
+    const startedBefore = args.startedBefore ?? systemClock.now();
     let report: EndReport;
     if (args.user !== undefined) {
       const user = isUuid(args.user)
@@ -84,10 +90,13 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
         console.error(`sessions end: no account of ${args.user}`);
         return 2;
       }
-      const sessionsEnded = await end(user.id, OPERATOR);
-      report = { users: 1, sessionsEnded, userId: user.id, email: user.email };
+      const account = { userId: user.id, email: user.email };
+      report = args.dryRun
+        ? { ...(await dryRun(app.db, { userId: user.id })), users: 1, ...account }
+        : { users: 1, sessionsEnded: await end(user.id, OPERATOR), ...account };
+    } else if (args.dryRun) {
+      report = { ...(await dryRun(app.db, { startedBefore })), startedBefore: startedBefore.toISOString() };
     } else {
-      const startedBefore = args.startedBefore ?? systemClock.now();
       report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
       let after: string | null = null;
       for (;;) {
@@ -114,8 +123,15 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
       ? `account ${report.userId}, ${report.email}`
       : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
     const cutoff = report.startedBefore ? `, started before ${report.startedBefore}` : '';
+    const exactly = report.startedBefore
+      ? `; to end exactly these: --all --started-before ${report.startedBefore}`
+      : '';
     console.log(
-      args.json ? JSON.stringify(report) : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
+      args.json
+        ? JSON.stringify(report)
+        : report.dryRun
+          ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
+          : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
     );
     return 0;
   } catch (error) {
@@ -133,6 +149,15 @@ export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = pr
   }
 }
 
+/** --dry-run: the open sessions that would end, of how many accounts; nothing is ended. */
+async function dryRun(
+  database: FastifyInstance['db'],
+  scope: { userId?: string; startedBefore?: Date },
+): Promise<EndReport> {
+  const open = await openSessionCount(database, { ...scope, now: systemClock.now() });
+  return { dryRun: true, users: open.users, sessionsEnded: 0, sessionsToEnd: open.sessions };
+}
+
 function parse(argv: string[]) {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -143,6 +168,7 @@ function parse(argv: string[]) {
       all: { type: 'boolean', default: false },
       'started-before': { type: 'string', multiple: true },
       json: { type: 'boolean', default: false },
+      'dry-run': { type: 'boolean', default: false },
     },
   });
   if ((values.user?.length ?? 0) > 1 || (values['started-before']?.length ?? 0) > 1)
@@ -154,7 +180,7 @@ function parse(argv: string[]) {
   const cutoff = values['started-before']?.[0];
   if (cutoff !== undefined && !values.all) throw new Error('--started-before is for --all');
   const startedBefore = cutoff === undefined ? undefined : cutoffTime(cutoff);
-  return { user: user?.trim(), startedBefore, json: values.json };
+  return { user: user?.trim(), startedBefore, json: values.json, dryRun: values['dry-run'] };
 }
 
 // ISO 8601 with its offset: without one, a time would be read in this host's time zone.

@@ -119,6 +119,46 @@ describe('sessions:end --all', () => {
   });
 });
 
+describe('sessions:end --dry-run', () => {
+  it('says what would end, and ends nothing; its cut-off then ends exactly those', async () => {
+    const phone = await signIn(gateway.app, 'rita@example.com');
+    const laptop = await signIn(gateway.app, 'rita@example.com');
+    // One ended already: not counted.
+    await post(
+      gateway.app,
+      '/api/v1/auth/revoke-token',
+      { refreshToken: laptop.refreshToken },
+      bearer(laptop.accessToken),
+    );
+
+    expect(await sessionsEnd('--user', 'rita@example.com', '--dry-run')).toEqual({
+      code: 0,
+      out: `sessions to end: 1 (account ${phone.user._id}, rita@example.com); a dry run, nothing ended`,
+      err: '',
+    });
+    expect(await works(phone.accessToken)).toBe(true);
+
+    const planned = await sessionsEnd('--all', '--dry-run', '--json');
+    const plan = JSON.parse(planned.out);
+    expect(plan).toMatchObject({ dryRun: true, sessionsEnded: 0 });
+    expect(plan.sessionsToEnd).toBeGreaterThanOrEqual(1);
+    expect(await works(phone.accessToken)).toBe(true);
+    const text = await sessionsEnd('--all', '--started-before', plan.startedBefore, '--dry-run');
+    expect(text.out).toBe(
+      `sessions to end: ${plan.sessionsToEnd} (${plan.users} ${plan.users === 1 ? 'account' : 'accounts'}, started before ${plan.startedBefore}); a dry run, nothing ended; to end exactly these: --all --started-before ${plan.startedBefore}`,
+    );
+
+    // A session started after the dry run's cut-off is left by the ending that takes it.
+    const since = await signIn(gateway.app, 'rita@example.com');
+    const ended = JSON.parse(
+      (await sessionsEnd('--all', '--started-before', plan.startedBefore, '--json')).out,
+    );
+    expect(ended.sessionsEnded).toBe(plan.sessionsToEnd);
+    expect(await works(phone.accessToken)).toBe(false);
+    expect(await works(since.accessToken)).toBe(true);
+  });
+});
+
 describe('sessions:end --all, when an account cannot be ended', () => {
   it('stops saying how far it got, and a second run ends the rest', async () => {
     const [free, held] = [

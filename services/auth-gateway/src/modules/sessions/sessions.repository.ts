@@ -480,6 +480,28 @@ export async function usersWithUnexpiredSessions(
   return (await query.execute()).map((row) => row.userId);
 }
 
+/**
+ * The open sessions (not ended, unexpired at `now`) that an operator's ending would end, and of how
+ * many users: of `userId` alone, or of everyone, started by `startedBefore`. For a dry run.
+ */
+export async function openSessionCount(
+  db: Kysely<Database>,
+  { userId, now, startedBefore }: { userId?: string; now: Date; startedBefore?: Date },
+): Promise<{ sessions: number; users: number }> {
+  let query = db
+    .selectFrom('sessions')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('sessions'),
+      eb.fn.count<string>('userId').distinct().as('users'),
+    ])
+    .where('endedAt', 'is', null)
+    .where('expiresAt', '>', now);
+  if (userId !== undefined) query = query.where('userId', '=', userId);
+  if (startedBefore !== undefined) query = query.where('createdAt', '<=', startedBefore);
+  const { sessions, users } = await query.executeTakeFirstOrThrow();
+  return { sessions: Number(sessions), users: Number(users) };
+}
+
 const userSession = prepareQuery((db: Kysely<Database>, $: { userId: string; sessionId: string }) =>
   db.selectFrom('sessions').selectAll().where('id', '=', $.sessionId).where('userId', '=', $.userId),
 );
