@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isPostgresUrl } from '@tessera/config';
+import { appEnvMissingInProduction, isPostgresUrl } from '@tessera/config';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
@@ -139,8 +139,7 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
 if (import.meta.main) {
   const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const appEnv = process.env.APP_ENV ?? 'development';
-  // As the services: a platform's NODE_ENV=production is no development, which creates the database.
-  if (process.env.APP_ENV === undefined && process.env.NODE_ENV === 'production') {
+  if (appEnvMissingInProduction(process.env)) {
     console.error('Migration failed: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production');
     process.exit(1);
   }

@@ -173,18 +173,20 @@ export function variablesOf(schema: TObject, path: string[] = []): Leaf[] {
 }
 
 /**
+ * Whether the platform says this is a deployment (NODE_ENV=production) and Tessera was not told:
+ * development, the default, would answer sign-in codes to whoever asks (a mailer write them to disk
+ * instead of sending them, `db:migrate` create a missing database).
+ */
+export const appEnvMissingInProduction = (env: NodeJS.ProcessEnv): boolean =>
+  env.APP_ENV === undefined && env.NODE_ENV === 'production';
+
+/**
  * Validates `env` against a service's configuration schema (defaults applied, numbers parsed) and
  * returns the nested, frozen configuration. A bad value throws a ConfigError naming its variable.
  */
 export function readConfig<S extends TObject>(schema: S, env: NodeJS.ProcessEnv): Static<S> {
   const leaves = variablesOf(schema);
-  // A platform's NODE_ENV=production says this is a deployment: development, the default, would
-  // answer sign-in codes to whoever asks (and a mailer write them to disk instead of sending them).
-  if (
-    env.APP_ENV === undefined &&
-    env.NODE_ENV === 'production' &&
-    leaves.some((leaf) => leaf.name === 'APP_ENV')
-  )
+  if (appEnvMissingInProduction(env) && leaves.some((leaf) => leaf.name === 'APP_ENV'))
     throw new ConfigError(
       'Invalid configuration: APP_ENV is not set and NODE_ENV=production: set APP_ENV=production to deploy (development answers sign-in codes to whoever asks), or APP_ENV=development',
     );
