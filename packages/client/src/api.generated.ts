@@ -83,7 +83,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with the emailed code
-         * @description The first successful verification for an email creates its user. Every success starts a new session. No access token.
+         * @description The first successful verification for an email creates its user, and so does the first once its account's deletion is due (that account is erased first). Every success starts a new session. No access token.
          */
         post: operations["verifyOtpEmail"];
         delete?: never;

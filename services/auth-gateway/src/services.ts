@@ -69,6 +69,16 @@ export function createServices(
     refreshReuseGrace: config.sessions.refreshReuseGrace,
     successors: successorSealer(config.otp.secret),
   });
+  const accountDeletion = createAccountDeletion({
+    db,
+    activeSessions,
+    emails,
+    securityLog,
+    clock,
+    log,
+    grace: config.users.deletionGrace,
+    requestCooldown: config.users.deletionRequestCooldown,
+  });
   const signIn = createSignInService({
     otp: createOtpStore(redis, {
       secret: config.otp.secret,
@@ -78,6 +88,7 @@ export function createServices(
     }),
     enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys),
     startSession: sessions.start,
+    finalizeDueDeletion: (email) => accountDeletion.finalizeDue(1, email),
     securityLog,
     clock,
     log,
@@ -93,16 +104,6 @@ export function createServices(
     policies,
     minAge: config.users.minAge,
     usernameChangeCooldown: config.users.usernameChangeCooldown,
-  });
-  const accountDeletion = createAccountDeletion({
-    db,
-    activeSessions,
-    emails,
-    securityLog,
-    clock,
-    log,
-    grace: config.users.deletionGrace,
-    requestCooldown: config.users.deletionRequestCooldown,
   });
 
   warnIfShortRetention({ securityEventRetention: config.retention.securityEventRetention, log });

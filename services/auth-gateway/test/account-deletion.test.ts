@@ -334,6 +334,83 @@ describe('requesting and cancelling a deletion', () => {
     );
   });
 
+  it('signs the address in to a new account once the deletion is due, erasing the old one first, without waiting for the sweep', async () => {
+    const gil = await signIn(app, 'gil@example.com', phone);
+    await app.db.updateTable('users').set(LIVED_IN_PROFILE).where('id', '=', gil.user._id).execute();
+    await requestDeletion(app, gil.accessToken);
+    // Someone whose deletion is due at the same time: a sign-in erases its own account, not the others.
+    const hal = await signIn(app, 'hal@example.com');
+    await requestDeletion(app, hal.accessToken);
+
+    // A second before the date, signing in keeps the account, whose deletion can still be cancelled.
+    clock.advance(GRACE - 1);
+    const before = await signIn(app, 'gil@example.com');
+    expect(before.user).toMatchObject({ _id: gil.user._id, accountDeletionStatus: 'scheduled' });
+
+    clock.advance(1);
+    const after = await signIn(app, 'gil@example.com', laptop);
+    expect(after.user._id).not.toBe(gil.user._id);
+    expect(after.user).toMatchObject({
+      ...ERASED,
+      email: 'gil@example.com',
+      lastLogin: clock.now().toISOString(),
+      accountDeletionStatus: null,
+    });
+    expect(after.isRegistrationComplete).toBe(false);
+    expect((await me(app, after.accessToken)).statusCode).toBe(200);
+
+    // The old account is erased as the sweep erases it, and none of its tokens works any more.
+    expect(await userRow(app, gil.user._id)).toMatchObject({
+      ...ERASED,
+      email: `DELETED-${gil.user._id}@tombstone.invalid`,
+      accountDeletionStatus: 'finalized',
+      accountDeletionFinalizedAt: new Date(clock.now()),
+    });
+    for (const { accessToken, refreshToken } of [gil, before]) {
+      expect((await me(app, accessToken)).statusCode).toBe(401);
+      expect((await refresh(app, refreshToken)).statusCode).toBe(401);
+    }
+    expect((await eventsOf(app, gil.user._id)).map((event) => event.type)).toEqual([
+      'sign_in',
+      'deletion_requested',
+      'sign_in',
+      'deletion_finalized',
+    ]);
+    expect(await eventsOf(app, after.user._id)).toMatchObject([
+      { type: 'sign_in', ipAddress: '198.51.100.23', userAgent: 'Laptop/2.0' },
+    ]);
+    expect((await userRow(app, hal.user._id)).accountDeletionStatus).toBe('scheduled');
+  });
+
+  it("erases a signing-in address's due account even while another writer holds it: waits, where the sweep skips", async () => {
+    // Between the sign-in statement that found the account due and its erasure, a profile change (a
+    // session of the account, which works until the erasure) may hold the row: the sign-in's erasure
+    // must wait for it, not skip it as a sweep skips another's rows, or the sign-in would find the
+    // account still there.
+    const ida = await signIn(app, 'ida@example.com');
+    await requestDeletion(app, ida.accessToken);
+    clock.advance(GRACE);
+    let release = () => {};
+    const held = app.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('users').select('id').where('id', '=', ida.user._id).forUpdate().execute();
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    const deletion = sweeper(app, clock);
+    const erasing = deletion.finalizeDue(1, 'ida@example.com');
+    try {
+      await eventually(waitingOnLocks(app.db, 1), "the sign-in's erasure to wait for the account");
+      expect(await deletion.finalizeDue(100)).not.toContain(ida.user._id);
+    } finally {
+      release();
+      await held;
+    }
+    expect(await erasing).toEqual([ida.user._id]);
+    const again = await signIn(app, 'ida@example.com');
+    expect(again.user._id).not.toBe(ida.user._id);
+  });
+
   it('is documented: bearer only, with the User and every error status, all enveloped', async () => {
     const document = (await app.inject({ url: '/docs/json' })).json();
     for (const method of ['post', 'delete']) {

@@ -347,7 +347,9 @@ describe('a sign-in whose session key Redis could not finish', () => {
       assign: () => Promise.reject(new DependencyUnavailableError('redis', new Error('connection lost'))),
     });
     const client = { ipAddress: '127.0.0.1', userAgent: null };
-    const { tokens } = await sessions.start(client, upsertOnSignIn('yuri@example.com', clock.now()));
+    const started = await sessions.start(client, upsertOnSignIn('yuri@example.com', clock.now()));
+    if (!started) throw new Error('no session started');
+    const { tokens } = started;
 
     expect((await list(tokens.accessToken)).statusCode).toBe(401);
     const refreshed = await post(gateway.app, '/api/v1/auth/refresh-token', {

@@ -64,13 +64,16 @@ export function findDeletion(db: Kysely<Database>, userId: string) {
 /**
  * Up to `limit` accounts whose deletion is due, oldest first, locked until the transaction ends. Rows
  * another process has locked are skipped, so concurrent sweeps share the work instead of repeating it.
+ * With `email`, only the account of that address, whose lock is waited for instead: a sign-in to it
+ * finds it erased once this transaction commits, by this one or by the sweep that held it.
  */
 export async function lockDueDeletions(
   trx: Transaction<Database>,
   now: Date,
   limit: number,
+  email?: string,
 ): Promise<string[]> {
-  const rows = await trx
+  const due = trx
     .selectFrom('users')
     .select('id')
     .where('accountDeletionStatus', '=', 'scheduled')
@@ -78,9 +81,8 @@ export async function lockDueDeletions(
     .orderBy('accountDeletionScheduledFor')
     .orderBy('id')
     .limit(limit)
-    .forUpdate()
-    .skipLocked()
-    .execute();
+    .forUpdate();
+  const rows = await (email === undefined ? due.skipLocked() : due.where('email', '=', email)).execute();
   return rows.map((row) => row.id);
 }
 

@@ -135,15 +135,16 @@ export function createAccountDeletion({
     },
 
     /**
-     * `scheduled` → `finalized` for up to `limit` due accounts, in one transaction; returns their ids.
-     * Safe to run in several processes at once: each account is finalized by exactly one of them.
+     * `scheduled` → `finalized` for up to `limit` due accounts (the sweep), or for the account of
+     * `email` if its deletion is due (a sign-in to it), in one transaction; returns their ids. Safe to
+     * run in several processes at once: each account is finalized by exactly one of them.
      */
-    async finalizeDue(limit: number): Promise<string[]> {
+    async finalizeDue(limit: number, email?: string): Promise<string[]> {
       const now = clock.now();
       const { userIds, ended, sessionIds } = await db.transaction().execute(async (trx) => {
         // Erasing accounts with years of sessions and events may take longer than a request may.
         await sql`set local statement_timeout = '10min'`.execute(trx);
-        const ids = await repository.lockDueDeletions(trx, now, limit);
+        const ids = await repository.lockDueDeletions(trx, now, limit, email);
         if (ids.length === 0) return { userIds: ids, ended: 0, sessionIds: [] };
         await repository.eraseAccounts(trx, ids, now);
         const sessions = await repository.endSessionsOf(trx, ids, now);

@@ -95,14 +95,15 @@ const signIn = prepareQuery((db: Kysely<Database>, $: UpsertOnSignIn & SignInVal
  * A sign-in as one statement, one round trip and one commit: the user's upsert (the users module's
  * query, whose rules stand: only `last_login` changes for a returning user), the session, its
  * refresh token and the `sign_in` security event. It spans modules so that Postgres sees one
- * statement; the event row is the one `SecurityLog.record` would write. Answers the user's row.
+ * statement; the event row is the one `SecurityLog.record` would write. Answers the user's row, or
+ * nothing, and writes nothing, when the account's deletion is due.
  */
 export function insertSignIn(
   db: Kysely<Database>,
   user: UpsertOnSignIn,
   values: SignInValues,
-): Promise<UserRow> {
-  return signIn.firstOrThrow(db, { ...user, ...values });
+): Promise<UserRow | undefined> {
+  return signIn.first(db, { ...user, ...values });
 }
 
 const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer }) =>

@@ -11,11 +11,14 @@ import * as repository from './sessions.repository.ts';
 /**
  * One sign-in, one session, recorded with the client's IP and user agent, in one statement with the
  * user's upsert (the users module's query, for `user`): an account finalized meanwhile cannot get a
- * session.
+ * session. Nothing is started, and `undefined` answered, when the account's deletion is due.
  */
 export function startSession(context: SessionsContext) {
   const { db, clock, activeSessions, log } = context;
-  return async (client: ClientInfo, user: UpsertOnSignIn): Promise<{ user: UserRow; tokens: TokenPair }> => {
+  return async (
+    client: ClientInfo,
+    user: UpsertOnSignIn,
+  ): Promise<{ user: UserRow; tokens: TokenPair } | undefined> => {
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + seconds(context.refreshTokenTtl));
     const refreshToken = generateRefreshToken();
@@ -24,7 +27,7 @@ export function startSession(context: SessionsContext) {
     // deletion) deletes the key after this write, never before it. Its user is known after the
     // statement, and given to the key only if nothing has deleted it meanwhile.
     await activeSessions.reserve(sessionId, expiresAt, now);
-    let row: UserRow;
+    let row: UserRow | undefined;
     try {
       row = await repository.insertSignIn(db, user, {
         sessionId,
@@ -36,6 +39,10 @@ export function startSession(context: SessionsContext) {
     } catch (error) {
       await activeSessions.remove([sessionId]).catch(() => undefined);
       throw error;
+    }
+    if (!row) {
+      await activeSessions.remove([sessionId]).catch(() => undefined);
+      return undefined;
     }
     await activeSessions.assign(sessionId, row.id, expiresAt, now).catch((error: unknown) => {
       // The session is recorded and the code spent: the pair goes out, and its access token is

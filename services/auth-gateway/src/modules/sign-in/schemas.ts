@@ -67,7 +67,8 @@ export const verifyOtpEmailSchema = {
   operationId: 'verifyOtpEmail',
   summary: 'Sign in with the emailed code',
   description:
-    'The first successful verification for an email creates its user. Every success starts a new session. ' +
+    'The first successful verification for an email creates its user, and so does the first once its ' +
+    "account's deletion is due (that account is erased first). Every success starts a new session. " +
     'No access token.',
   tags,
   security: [],

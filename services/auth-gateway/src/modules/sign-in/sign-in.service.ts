@@ -21,6 +21,8 @@ export interface SignInServiceOptions {
   otp: OtpStore;
   enqueueOtpEmail: EnqueueOtpEmail;
   startSession: Sessions['start'];
+  /** Erases the account of an email if its deletion is due (account deletion's `finalizeDue`). */
+  finalizeDueDeletion: (email: string) => Promise<unknown>;
   securityLog: SecurityLog;
   clock: Clock;
   log: FastifyBaseLogger;
@@ -68,6 +70,20 @@ export function createSignInService(options: SignInServiceOptions) {
       });
     const code = REFUSALS[`${limit}:${refusal.window}`] ?? 'RATE_LIMITED';
     throw new GatewayError(code, [`Try again in ${refusal.retryAfter} seconds`], refusal.retryAfter);
+  }
+
+  /**
+   * A session of `email`'s account. An account whose deletion is due is erased first, as its sweep
+   * would, and the address gets a new one: signing in cannot keep it or its data after its date.
+   */
+  async function startSession(email: string, client: ClientInfo, signup: Signup) {
+    const start = () => options.startSession(client, upsertOnSignIn(email, clock.now(), signup));
+    const started = await start();
+    if (started) return started;
+    await options.finalizeDueDeletion(email);
+    const renewed = await start();
+    if (!renewed) throw new Error('an account whose deletion is due is still there after its erasure');
+    return renewed;
   }
 
   return {
@@ -134,10 +150,7 @@ export function createSignInService(options: SignInServiceOptions) {
           ]);
       }
       try {
-        const { user, tokens } = await options.startSession(
-          client,
-          upsertOnSignIn(email, clock.now(), signup),
-        );
+        const { user, tokens } = await startSession(email, client, signup);
         verifications.add(1, { result: 'ok' });
         return {
           tokens,

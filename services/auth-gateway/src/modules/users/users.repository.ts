@@ -28,10 +28,12 @@ export function upsertOnSignIn(email: string, now: Date, signup: Signup = {}): U
 
 /**
  * Finds the user of `email` or creates it on first sign-in; records the sign-in time either way. A
- * returning user's row changes in `last_login` only. A query, not a call: the sign-in statement
- * (sessions.repository.ts) runs it as its first step, with the session's inserts, prepared (`user`
- * holds the markers of its arguments then). Untagged, the signup columns are null as if omitted
- * (they have no default), so that every sign-in is the same SQL.
+ * returning user's row changes in `last_login` only. An account whose deletion is due at the sign-in
+ * is neither changed nor answered: it is no longer anyone's to sign in to (sign-in.service.ts erases
+ * it first). A query, not a call: the sign-in statement (sessions.repository.ts) runs it as its first
+ * step, with the session's inserts, prepared (`user` holds the markers of its arguments then).
+ * Untagged, the signup columns are null as if omitted (they have no default), so that every sign-in
+ * is the same SQL.
  */
 export function upsertOnSignInQuery(db: Kysely<Database>, user: UpsertOnSignIn) {
   const { email, signedInAt, signupSource, signupCampaign } = user;
@@ -45,7 +47,17 @@ export function upsertOnSignInQuery(db: Kysely<Database>, user: UpsertOnSignIn) 
       createdAt: signedInAt,
       updatedAt: signedInAt,
     })
-    .onConflict((oc) => oc.column('email').doUpdateSet((eb) => ({ lastLogin: eb.ref('excluded.lastLogin') })))
+    .onConflict((oc) =>
+      oc
+        .column('email')
+        .doUpdateSet((eb) => ({ lastLogin: eb.ref('excluded.lastLogin') }))
+        .where((eb) =>
+          eb.or([
+            eb('users.accountDeletionStatus', 'is distinct from', 'scheduled'),
+            eb('users.accountDeletionScheduledFor', '>', eb.ref('excluded.lastLogin')),
+          ]),
+        ),
+    )
     .returningAll();
 }
 
