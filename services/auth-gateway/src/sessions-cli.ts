@@ -1,17 +1,13 @@
 import { parseArgs } from 'node:util';
-import Fastify, { type FastifyInstance } from 'fastify';
-import pino from 'pino';
+import type { FastifyInstance } from 'fastify';
 import { isCalendarTime } from './calendar.ts';
 import { systemClock } from './clock.ts';
-import { loadConfig } from './config.ts';
-import { loggerOptions } from './logging.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
 import { logoutEverywhere } from './modules/sessions/end.ts';
 import { openSessionCount, usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
 import { normalizeEmail } from './modules/sign-in/email-address.ts';
 import { findUser, findUserByEmail } from './modules/users/users.repository.ts';
-import db from './plugins/db.ts';
-import redis from './plugins/redis.ts';
+import { runOperatorCommand } from './operator-command.ts';
 import { isUuid } from './uuid.ts';
 
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--dry-run] [--json]
@@ -52,101 +48,89 @@ interface EndReport {
  * done, 1 when a dependency or the configuration fails (one line on stderr, with how far --all got
  * and its cut-off), 2 on a usage error or an account not found.
  */
-export async function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(USAGE);
-    return 0;
-  }
-  let args: ReturnType<typeof parse>;
-  try {
-    args = parse(argv);
-  } catch (error) {
-    console.error(`${(error as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  let app: ReturnType<typeof Fastify> | undefined;
-  try {
-    const config = loadConfig(env);
-    // The gateway's own clients, with their checks at start; log lines go to stderr.
-    app = Fastify({ logger: loggerOptions(config, pino.destination(2)) });
-    await app.register(db, config.database);
-    await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
-    await app.ready();
-    const end = logoutEverywhere({
-      db: app.db,
-      clock: systemClock,
-      activeSessions: createActiveSessionStore(app.redis),
-      log: app.log,
-    });
+export function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return runOperatorCommand(
+    {
+      name: 'sessions end',
+      usage: USAGE,
+      parse,
+      database: true,
+      run: endSessions,
+      sofar(error) {
+        const done = (error as { report?: EndReport }).report;
+        return done
+          ? ` (${done.sessionsEnded} sessions of ${done.users} accounts ended before it; run it again with --started-before ${done.startedBefore})`
+          : '';
+      },
+    },
+    argv,
+    env,
+  );
+}
 
-    // With --all, the cut-off: the command's start unless given.
-    const startedBefore = args.startedBefore ?? systemClock.now();
-    let report: EndReport;
-    if (args.user !== undefined) {
-      const user = isUuid(args.user)
-        ? await findUser(app.db, args.user)
-        : await findUserByEmail(app.db, normalizeEmail(args.user));
-      if (user === undefined) {
-        console.error(`sessions end: no account of ${args.user}`);
-        return 2;
-      }
-      const account = { userId: user.id, email: user.email };
-      report = args.dryRun
-        ? { ...(await dryRun(app.db, { userId: user.id })), users: 1, ...account }
-        : { users: 1, sessionsEnded: await end(user.id, OPERATOR), ...account };
-    } else if (args.dryRun) {
-      report = { ...(await dryRun(app.db, { startedBefore })), startedBefore: startedBefore.toISOString() };
-    } else {
-      report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
-      let after: string | null = null;
-      for (;;) {
-        const users = await usersWithUnexpiredSessions(app.db, {
-          after,
-          now: systemClock.now(),
-          startedBefore,
-          limit: USERS_AT_ONCE,
-        });
-        if (users.length === 0) break;
-        after = users.at(-1) ?? null;
-        const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR, startedBefore)));
-        for (const each of ended)
-          if (each.status === 'fulfilled') {
-            report.users += 1;
-            report.sessionsEnded += each.value;
-          }
-        const failed = ended.find((each) => each.status === 'rejected');
-        // Stops at the first failure, saying how far it got: running it again ends the rest.
-        if (failed) throw Object.assign(failed.reason as Error, { report });
-      }
+async function endSessions(args: ReturnType<typeof parse>, app: FastifyInstance): Promise<number> {
+  const end = logoutEverywhere({
+    db: app.db,
+    clock: systemClock,
+    activeSessions: createActiveSessionStore(app.redis),
+    log: app.log,
+  });
+
+  // With --all, the cut-off: the command's start unless given.
+  const startedBefore = args.startedBefore ?? systemClock.now();
+  let report: EndReport;
+  if (args.user !== undefined) {
+    const user = isUuid(args.user)
+      ? await findUser(app.db, args.user)
+      : await findUserByEmail(app.db, normalizeEmail(args.user));
+    if (user === undefined) {
+      console.error(`sessions end: no account of ${args.user}`);
+      return 2;
     }
-    const accounts = report.userId
-      ? `account ${report.userId}, ${report.email}`
-      : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
-    const cutoff = report.startedBefore ? `, started before ${report.startedBefore}` : '';
-    const exactly = report.startedBefore
-      ? `; to end exactly these: --all --started-before ${report.startedBefore}`
-      : '';
-    console.log(
-      args.json
-        ? JSON.stringify(report)
-        : report.dryRun
-          ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
-          : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
-    );
-    return 0;
-  } catch (error) {
-    const { message } = error as Error;
-    const cause =
-      (error as Error).cause instanceof Error ? `: ${((error as Error).cause as Error).message}` : '';
-    const done = (error as { report?: EndReport }).report;
-    const sofar = done
-      ? ` (${done.sessionsEnded} sessions of ${done.users} accounts ended before it; run it again with --started-before ${done.startedBefore})`
-      : '';
-    console.error(`sessions end: ${message.split('\n')[0]}${cause}${sofar}`);
-    return 1;
-  } finally {
-    await app?.close();
+    const account = { userId: user.id, email: user.email };
+    report = args.dryRun
+      ? { ...(await dryRun(app.db, { userId: user.id })), users: 1, ...account }
+      : { users: 1, sessionsEnded: await end(user.id, OPERATOR), ...account };
+  } else if (args.dryRun) {
+    report = { ...(await dryRun(app.db, { startedBefore })), startedBefore: startedBefore.toISOString() };
+  } else {
+    report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
+    let after: string | null = null;
+    for (;;) {
+      const users = await usersWithUnexpiredSessions(app.db, {
+        after,
+        now: systemClock.now(),
+        startedBefore,
+        limit: USERS_AT_ONCE,
+      });
+      if (users.length === 0) break;
+      after = users.at(-1) ?? null;
+      const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR, startedBefore)));
+      for (const each of ended)
+        if (each.status === 'fulfilled') {
+          report.users += 1;
+          report.sessionsEnded += each.value;
+        }
+      const failed = ended.find((each) => each.status === 'rejected');
+      // Stops at the first failure, saying how far it got: running it again ends the rest.
+      if (failed) throw Object.assign(failed.reason as Error, { report });
+    }
   }
+  const accounts = report.userId
+    ? `account ${report.userId}, ${report.email}`
+    : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
+  const cutoff = report.startedBefore ? `, started before ${report.startedBefore}` : '';
+  const exactly = report.startedBefore
+    ? `; to end exactly these: --all --started-before ${report.startedBefore}`
+    : '';
+  console.log(
+    args.json
+      ? JSON.stringify(report)
+      : report.dryRun
+        ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
+        : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
+  );
+  return 0;
 }
 
 /** --dry-run: the open sessions that would end, of how many accounts; nothing is ended. */

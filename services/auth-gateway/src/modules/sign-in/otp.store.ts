@@ -223,6 +223,30 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
+     * An operator's lift (limits-cli.ts): forgets the address's wrong guesses (and so its lock-out),
+     * its inbox's codes sent in the hour and its resend cooldown, so that it may ask for a code and
+     * sign in at once. A code it holds stays as it is (a locked one is replaced by the next send), and
+     * the client IPs' limits stay. Answers what it forgot, as counted in their windows.
+     */
+    async lift({ email, mailbox }: Recipient) {
+      const failures = emailFailures(email);
+      const sends = emailKey('sends', mailbox);
+      const cooldown = emailKey('sent-recently', email);
+      const [seconds] = await redis.time();
+      const now = Number(seconds) * 1000;
+      const [wrongGuesses, codesSent] = await Promise.all([
+        redis.zcount(failures, now - DAY * 1000, '+inf'),
+        redis.zcount(sends, now - HOUR * 1000, '+inf'),
+      ]);
+      // The windows and their markers of a refusal already told (the send gate's is its own), one key
+      // at a time: the inbox's may be in another Redis Cluster slot than the address's.
+      const windows = [failures, sends, cooldown];
+      const told = [...windows, `${failures}:gate`].map(refusedKey);
+      await Promise.all([...windows, ...told].map((key) => redis.del(key)));
+      return { wrongGuesses, codesSent };
+    },
+
+    /**
      * The IP's failure budget lives in another slot than the code, so the code's script cannot check
      * it. Each guess takes a failure from it first and gives it back unless the guess was wrong:
      * guesses racing from one address are never evaluated more often than its budget allows (at

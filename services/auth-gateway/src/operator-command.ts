@@ -1,0 +1,60 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { systemClock } from './clock.ts';
+import { type GatewayConfig, loadConfig } from './config.ts';
+import { loggerOptions } from './logging.ts';
+import db from './plugins/db.ts';
+import redis from './plugins/redis.ts';
+
+export interface OperatorCommand<Args> {
+  /** How its failures begin: `sessions end`. */
+  name: string;
+  usage: string;
+  /** Reads the arguments; throws a usage error. */
+  parse: (argv: string[]) => Args;
+  /** Whether it needs Postgres too (Redis it always has). */
+  database: boolean;
+  /** The command itself; answers its exit code. */
+  run: (args: Args, app: FastifyInstance, config: GatewayConfig) => Promise<number>;
+  /** What a failure adds to its line, e.g. how far it got. */
+  sofar?: (error: unknown) => string;
+}
+
+/**
+ * An operator's command on the gateway's own clients, read from the gateway's configuration, with
+ * their checks at start; log lines go to stderr. Exit code: the command's, 1 when a dependency or the
+ * configuration fails (one line on stderr), 2 on a usage error; `--help` prints the usage.
+ */
+export async function runOperatorCommand<Args>(
+  command: OperatorCommand<Args>,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(command.usage);
+    return 0;
+  }
+  let args: Args;
+  try {
+    args = command.parse(argv);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${command.usage}`);
+    return 2;
+  }
+  let app: FastifyInstance | undefined;
+  try {
+    const config = loadConfig(env);
+    app = Fastify({ logger: loggerOptions(config, pino.destination(2)) });
+    if (command.database) await app.register(db, config.database);
+    await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
+    await app.ready();
+    return await command.run(args, app, config);
+  } catch (error) {
+    const { message, cause } = error as Error;
+    const why = cause instanceof Error ? `: ${cause.message}` : '';
+    console.error(`${command.name}: ${message.split('\n')[0]}${why}${command.sofar?.(error) ?? ''}`);
+    return 1;
+  } finally {
+    await app?.close();
+  }
+}

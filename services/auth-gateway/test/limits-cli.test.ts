@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runLimitsCli } from '../src/limits-cli.ts';
+import { body, envBeside, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+
+// The operator's lift of an address's sign-in limits (`pnpm --filter @tessera/auth-gateway
+// limits:lift`), run against the Redis of a running gateway, as the README's support steps use it.
+
+const SEND = '/api/v1/auth/send-otp-email';
+const VERIFY = '/api/v1/auth/verify-otp-email';
+
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startGateway({
+    OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '3',
+    OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '2',
+  });
+});
+afterAll(() => gateway?.close());
+
+/** Runs the command with the gateway's environment, and `more`; its exit code and what it printed. */
+async function limitsLift(args: string[], more: NodeJS.ProcessEnv = {}) {
+  const out = vi.spyOn(console, 'log').mockImplementation(() => {});
+  const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+  try {
+    const code = await runLimitsCli(['lift', ...args], { ...envBeside(gateway), ...more });
+    return { code, out: out.mock.calls.join('\n'), err: err.mock.calls.join('\n') };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+const send = (email: string) => post(gateway.app, SEND, { email });
+const guess = (email: string, code: string) => post(gateway.app, VERIFY, { email, code });
+
+/** Locks `email` out as an attacker would: three wrong codes fill its daily budget. */
+async function lockOut(email: string) {
+  const { code } = body(await send(email)).data;
+  const wrong = code === '0000' ? '0001' : '0000';
+  for (let i = 0; i < 3; i++) await guess(email, wrong);
+  const refused = await send(email);
+  expect(refused.statusCode).toBe(429);
+  expect(refused.headers['tessera-error-code']).toBe('VERIFY_LIMIT_EMAIL');
+}
+
+describe('limits:lift', () => {
+  it('lets a locked-out address ask for a code and sign in at once; another locked address stays locked', async () => {
+    await lockOut('Locked.Out@Example.com');
+    await lockOut('also-locked@example.com');
+
+    const lifted = await limitsLift(['--email', ' Locked.Out@Example.com ']);
+    expect(lifted).toMatchObject({ code: 0, err: '' });
+    expect(lifted.out).toBe(
+      'limits lifted for locked.out@example.com: forgot 3 wrong codes in the last 24 hours and 1 code ' +
+        'sent in the last hour; it may ask for a code now',
+    );
+
+    const signedIn = await signIn(gateway.app, 'locked.out@example.com');
+    expect(signedIn.user.email).toBe('locked.out@example.com');
+    expect((await send('also-locked@example.com')).statusCode).toBe(429);
+  });
+
+  it("frees the inbox's hourly budget that its +tag spellings used up, and says so with --json", async () => {
+    expect((await send('inbox+1@example.com')).statusCode).toBe(200);
+    expect((await send('inbox+2@example.com')).statusCode).toBe(200);
+    const full = await send('inbox@example.com');
+    expect(full.headers['tessera-error-code']).toBe('SEND_LIMIT_EMAIL');
+
+    const lifted = await limitsLift(['--email', 'inbox@example.com', '--json']);
+    expect(lifted.code).toBe(0);
+    expect(JSON.parse(lifted.out)).toEqual({ email: 'inbox@example.com', wrongGuesses: 0, codesSent: 2 });
+    expect((await send('inbox@example.com')).statusCode).toBe(200);
+  });
+
+  it("says it found nothing under another OTP_SECRET, whose keys are not the gateway's, and what to check", async () => {
+    await lockOut('other-secret@example.com');
+    const lifted = await limitsLift(['--email', 'other-secret@example.com'], {
+      OTP_SECRET: 'another-otp-secret-that-is-long-enough-0123456789',
+    });
+    expect(lifted).toMatchObject({ code: 0, err: '' });
+    expect(lifted.out).toBe(
+      'nothing to lift for other-secret@example.com: no wrong codes in the last 24 hours and no codes ' +
+        "sent in the last hour (if it is refused, check that OTP_SECRET and REDIS_KEY_PREFIX are the gateway's)",
+    );
+    expect((await send('other-secret@example.com')).statusCode).toBe(429);
+  });
+});
+
+describe('limits:lift, misused or failing', () => {
+  it('answers 2 with the usage when the address is missing or given twice', async () => {
+    for (const args of [[], ['--email', ''], ['--email', 'a@example.com', '--email', 'b@example.com']]) {
+      const { code, err } = await limitsLift(args);
+      expect(code).toBe(2);
+      expect(err).toContain('give --email once: one address at a time');
+      expect(err).toContain('usage: limits-cli.ts lift --email <address>');
+    }
+  });
+
+  it('prints the usage for --help, and succeeds', async () => {
+    const { code, out } = await limitsLift(['--help']);
+    expect(code).toBe(0);
+    expect(out).toContain('usage: limits-cli.ts lift --email <address>');
+  });
+
+  it('answers 1 in one line when Redis cannot be reached', async () => {
+    const { code, err } = await limitsLift(['--email', 'a@example.com'], {
+      REDIS_URL: 'redis://127.0.0.1:1',
+    });
+    expect(code).toBe(1);
+    expect(err.split('\n')).toHaveLength(1);
+    expect(err).toMatch(/^limits lift: .*redis/i);
+  });
+});
