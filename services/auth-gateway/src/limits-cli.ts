@@ -13,7 +13,7 @@ its resend cooldown, so that it may ask for a code and sign in at once. The limi
 /**
  * An operator's lift of one address's sign-in limits (package script `limits:lift`), for a user
  * locked out by someone else's wrong guesses. Exit code 0 when done, 1 when Redis or the
- * configuration fails (one line on stderr), 2 on a usage error.
+ * configuration fails (a line of its own on stderr), 2 on a usage error.
  */
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return runOperatorCommand(

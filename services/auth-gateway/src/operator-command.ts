@@ -22,8 +22,9 @@ export interface OperatorCommand<Args> {
 
 /**
  * An operator's command on the gateway's own clients, read from the gateway's configuration, with
- * their checks at start; log lines go to stderr. Exit code: the command's, 1 when a dependency or the
- * configuration fails (one line on stderr), 2 on a usage error; `--help` prints the usage.
+ * their checks at start; their log lines go to stderr. Exit code: the command's, 1 when a dependency
+ * or the configuration fails (one line of its own on stderr, after the clients' log lines), 2 on a
+ * usage error; `--help` prints the usage.
  */
 export async function runOperatorCommand<Args>(
   command: OperatorCommand<Args>,

@@ -337,6 +337,8 @@ describe('requesting and cancelling a deletion', () => {
   it('signs the address in to a new account once the deletion is due, erasing the old one first, without waiting for the sweep', async () => {
     const gil = await signIn(app, 'gil@example.com', phone);
     await app.db.updateTable('users').set(LIVED_IN_PROFILE).where('id', '=', gil.user._id).execute();
+    // A second apart, so that its events are listed in the order they happened.
+    clock.advance(1);
     await requestDeletion(app, gil.accessToken);
     // Someone whose deletion is due at the same time: a sign-in erases its own account, not the others.
     const hal = await signIn(app, 'hal@example.com');
@@ -380,6 +382,16 @@ describe('requesting and cancelling a deletion', () => {
       { type: 'sign_in', ipAddress: '198.51.100.23', userAgent: 'Laptop/2.0' },
     ]);
     expect((await userRow(app, hal.user._id)).accountDeletionStatus).toBe('scheduled');
+  });
+
+  it('signs in to an account marked scheduled with no date (edited by hand), which is never due', async () => {
+    const dot = await signIn(app, 'dot@example.com');
+    await app.db
+      .updateTable('users')
+      .set({ accountDeletionStatus: 'scheduled', accountDeletionScheduledFor: null })
+      .where('id', '=', dot.user._id)
+      .execute();
+    expect((await signIn(app, 'dot@example.com')).user._id).toBe(dot.user._id);
   });
 
   it("erases a signing-in address's due account even while another writer holds it: waits, where the sweep skips", async () => {
@@ -821,6 +833,48 @@ describe('finalization', () => {
 
     expect(await sweeping).toEqual([ann.user._id]);
     expect((await userRow(app, ann.user._id)).accountDeletionStatus).toBe('finalized');
+  });
+
+  it("bounds a sign-in's erasure by DATABASE_STATEMENT_TIMEOUT, as any request: 503, and the same code signs in once it can", async () => {
+    const clock = manualClock(new Date(START));
+    const { app } = await gateway(await deployment(), clock, {
+      ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
+      DATABASE_STATEMENT_TIMEOUT: '1',
+    });
+    const bea = await signIn(app, 'bea@example.com');
+    expect((await requestDeletion(app, bea.accessToken)).statusCode).toBe(200);
+    clock.advance(GRACE);
+    const { code } = body(await post(app, '/api/v1/auth/send-otp-email', { email: 'bea@example.com' })).data;
+    const verify = () => post(app, '/api/v1/auth/verify-otp-email', { email: 'bea@example.com', code });
+
+    // Her events held by another transaction for longer than a request's statement may run.
+    let release = () => {};
+    const held = app.db.transaction().execute(async (holder) => {
+      await holder
+        .selectFrom('securityEvents')
+        .select('id')
+        .where('userId', '=', bea.user._id)
+        .forUpdate()
+        .execute();
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    let refused: Awaited<ReturnType<typeof verify>>;
+    try {
+      refused = await verify();
+    } finally {
+      release();
+      await held;
+    }
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBeDefined();
+    expect((await userRow(app, bea.user._id)).accountDeletionStatus).toBe('scheduled');
+
+    const signedIn = await verify();
+    expect(signedIn.statusCode).toBe(200);
+    expect(body(signedIn).data.user._id).not.toBe(bea.user._id);
+    expect((await userRow(app, bea.user._id)).accountDeletionStatus).toBe('finalized');
   });
 
   it('leaves no address or user agent on the account from a wrong code sent while it was erased', async () => {

@@ -232,8 +232,9 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       const failures = emailFailures(email);
       const sends = emailKey('sends', mailbox);
       const cooldown = emailKey('sent-recently', email);
-      const [seconds] = await redis.time();
-      const now = Number(seconds) * 1000;
+      // The scripts' own clock: ms by the Redis server.
+      const [seconds, micros] = await redis.time();
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
       const [wrongGuesses, codesSent] = await Promise.all([
         redis.zcount(failures, now - DAY * 1000, '+inf'),
         redis.zcount(sends, now - HOUR * 1000, '+inf'),

@@ -54,6 +54,8 @@ export function upsertOnSignInQuery(db: Kysely<Database>, user: UpsertOnSignIn) 
         .where((eb) =>
           eb.or([
             eb('users.accountDeletionStatus', 'is distinct from', 'scheduled'),
+            // No date (a row edited by hand) is never due, as for the sweep.
+            eb('users.accountDeletionScheduledFor', 'is', null),
             eb('users.accountDeletionScheduledFor', '>', eb.ref('excluded.lastLogin')),
           ]),
         ),
