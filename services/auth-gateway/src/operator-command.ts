@@ -22,9 +22,10 @@ export interface OperatorCommand<Args> {
 
 /**
  * An operator's command on the gateway's own clients, read from the gateway's configuration, with
- * their checks at start; their log lines go to stderr. Exit code: the command's, 1 when a dependency
- * or the configuration fails (one line of its own on stderr, after the clients' log lines), 2 on a
- * usage error; `--help` prints the usage.
+ * their checks at start. Their log lines go to stderr, errors only: a gateway's warnings at start
+ * (Redis's durability, …) are not the command's business (`LOG_LEVEL=debug` shows every line). Exit
+ * code: the command's, 1 when a dependency or the configuration fails (one line of its own on
+ * stderr), 2 on a usage error; `--help` prints the usage.
  */
 export async function runOperatorCommand<Args>(
   command: OperatorCommand<Args>,
@@ -45,7 +46,9 @@ export async function runOperatorCommand<Args>(
   let app: FastifyInstance | undefined;
   try {
     const config = loadConfig(env);
-    app = Fastify({ logger: loggerOptions(config, pino.destination(2)) });
+    const quiet = !['debug', 'trace', 'fatal', 'silent'].includes(config.log.level);
+    const log = quiet ? { ...config.log, level: 'error' as const } : config.log;
+    app = Fastify({ logger: loggerOptions({ ...config, log }, pino.destination(2)) });
     if (command.database) await app.register(db, config.database);
     await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
     await app.ready();

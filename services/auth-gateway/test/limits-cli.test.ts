@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startPrivateRedis } from '@tessera/testing';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { runLimitsCli } from '../src/limits-cli.ts';
-import { body, envBeside, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { body, envBeside, post, runScript, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // The operator's lift of an address's sign-in limits (`pnpm --filter @tessera/auth-gateway
 // limits:lift`), run against the Redis of a running gateway, as the README's support steps use it.
@@ -83,6 +84,23 @@ describe('limits:lift', () => {
         "sent in the last hour (if it is refused, check that OTP_SECRET and REDIS_KEY_PREFIX are the gateway's)",
     );
     expect((await send('other-secret@example.com')).statusCode).toBe(429);
+  });
+});
+
+describe('limits:lift, as a process', () => {
+  it("prints its line alone at a gateway's LOG_LEVEL: the warnings a gateway gives at start are not the command's", async () => {
+    // A Redis that keeps nothing on disk, of which a gateway at `info` warns at start.
+    const redis = await startPrivateRedis(['--appendonly', 'no']);
+    onTestFinished(() => redis.remove());
+    const env = { ...envBeside(gateway), REDIS_URL: redis.url, LOG_LEVEL: 'info' };
+    const run = await runScript(['src/limits-cli.ts', 'lift', '--email', 'process@example.com'], env);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^nothing to lift for process@example\.com: /);
+    const debug = await runScript(['src/limits-cli.ts', 'lift', '--email', 'process@example.com'], {
+      ...env,
+      LOG_LEVEL: 'debug',
+    });
+    expect(debug.stderr).toContain('Redis may lose queued emails');
   });
 });
 
