@@ -169,9 +169,12 @@ export function reportOutages(client: RedisClient, log: OutageLog, name: string)
   });
 }
 
-/** Quits a connected client (pending replies arrive first), drops one that is not. */
+/**
+ * Quits a connected client (pending replies arrive first), drops one that is not, or whose server
+ * went away before it noticed (the quit cannot be written then).
+ */
 export async function closeRedis(client: RedisClient): Promise<void> {
-  if (client.status === 'ready') await client.quit();
+  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
   else client.disconnect();
 }
 

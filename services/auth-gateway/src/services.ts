@@ -17,6 +17,7 @@ import { verifyCaller } from './modules/sessions/authenticate.ts';
 import { createSessions } from './modules/sessions/sessions.ts';
 import { createOtpStore } from './modules/sign-in/otp.store.ts';
 import { otpEmailQueue } from './modules/sign-in/otp-email.queue.ts';
+import { OTP_SECRET_CHECK_INTERVAL, otpSecretCheck } from './modules/sign-in/otp-secret-check.ts';
 import { createSignInService } from './modules/sign-in/sign-in.service.ts';
 import type { SigningKey, VerificationKey } from './modules/tokens/keys.ts';
 import { successorSealer } from './modules/tokens/refresh-token.ts';
@@ -79,13 +80,14 @@ export function createServices(
     grace: config.users.deletionGrace,
     requestCooldown: config.users.deletionRequestCooldown,
   });
+  const otp = createOtpStore(redis, {
+    secret: config.otp.secret,
+    ttlSeconds: config.otp.ttl,
+    maxAttempts: config.otp.maxAttempts,
+    limits: config.otp,
+  });
   const signIn = createSignInService({
-    otp: createOtpStore(redis, {
-      secret: config.otp.secret,
-      ttlSeconds: config.otp.ttl,
-      maxAttempts: config.otp.maxAttempts,
-      limits: config.otp,
-    }),
+    otp,
     enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys),
     startSession: sessions.start,
     finalizeDueDeletion: (email) => accountDeletion.finalizeDue(1, email),
@@ -130,6 +132,15 @@ export function createServices(
         interval: config.retention.sweepInterval,
         log,
         ready: schema.isCurrent,
+      }),
+      createSweep({
+        name: 'otp_secret_check',
+        batches: () => async () => {
+          await otpSecretCheck(otp, log)();
+          return 0;
+        },
+        interval: OTP_SECRET_CHECK_INTERVAL,
+        log,
       }),
     ],
     securityLog,

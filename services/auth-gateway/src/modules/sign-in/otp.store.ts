@@ -35,6 +35,7 @@ declare module 'ioredis' {
     verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
     reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
+    otpSecretsSeen(key: string, fingerprint: string, windowMs: number): Result<number, Context>;
   }
 }
 
@@ -113,6 +114,22 @@ export interface Recipient {
   mailbox: string;
 }
 
+// The fingerprints of the OTP_SECRETs the gateways of this Redis run with, each with when it was last
+// told (ms, by the Redis server's clock): records this one's, forgets those older than the window,
+// and answers how many are left.
+const OTP_SECRETS_SEEN = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local window = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[1], now)
+local told, seen = redis.call('HGETALL', KEYS[1]), 0
+for i = 1, #told, 2 do
+  if tonumber(told[i + 1]) <= now - window then redis.call('HDEL', KEYS[1], told[i]) else seen = seen + 1 end
+end
+redis.call('PEXPIRE', KEYS[1], window)
+return seen
+`;
+
 const HOUR = 3600;
 const DAY = 24 * HOUR;
 
@@ -127,6 +144,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   redis.defineCommand('verifyOtp', { numberOfKeys: 4, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
   redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
+  redis.defineCommand('otpSecretsSeen', { numberOfKeys: 1, lua: OTP_SECRETS_SEEN });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -220,6 +238,15 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      */
     async reinstate(email: string, code: string, { attempts, expiresAt }: AcceptedCode) {
       await redis.reinstateOtp(emailKey('otp', email), hashOf(email, code), attempts, expiresAt);
+    },
+
+    /**
+     * Tells the gateways of this Redis that this one runs with its `OTP_SECRET` (by a fingerprint of
+     * it, which reveals nothing of it), and answers how many different ones were told within
+     * `windowMs`: more than one splits the codes and the limits (otp-secret-check.ts).
+     */
+    async secretsSeen(windowMs: number): Promise<number> {
+      return redis.otpSecretsSeen('fleet:otp-secrets', hmac('fleet', 'fingerprint').slice(0, 16), windowMs);
     },
 
     /**
