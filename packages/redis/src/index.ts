@@ -171,11 +171,14 @@ export function reportOutages(client: RedisClient, log: OutageLog, name: string)
 
 /**
  * Quits a connected client (pending replies arrive first), drops one that is not, or whose server
- * went away before it noticed (the quit cannot be written then).
+ * went away before it noticed (the quit cannot be written then: an outage, not a failure to close).
  */
 export async function closeRedis(client: RedisClient): Promise<void> {
-  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
-  else client.disconnect();
+  if (client.status !== 'ready') return client.disconnect();
+  await client.quit().catch((error: unknown) => {
+    if (!(error instanceof DependencyUnavailableError)) throw error;
+    client.disconnect();
+  });
 }
 
 // What a Redis that holds the queue must be set to, so a restart or a full memory loses no job (and

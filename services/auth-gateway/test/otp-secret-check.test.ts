@@ -1,5 +1,6 @@
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { startPrivateRedis } from '@tessera/testing';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -11,11 +12,11 @@ import { capturedLog, envBeside, startGateway, type TestGateway } from './helper
 // Gateways of one Redis with different OTP_SECRETs: each tells its own at start, and every minute.
 
 const OTHER_SECRET = 'another-otp-secret-that-is-long-enough-0123456789';
-const WARNING = /^the gateways of this Redis ran with 2 different OTP_SECRETs in the last 300 seconds: /;
+const WARNING =
+  /^the gateways of this Redis prefix ran with 2 different OTP_SECRETs in the last 300 seconds: /;
 
 let base: TestGateway;
 let operations: OperationsServer;
-const running: { close(): Promise<void> }[] = [];
 beforeAll(async () => {
   base = await startGateway();
   await base.app.ready();
@@ -24,19 +25,19 @@ beforeAll(async () => {
   operations = await startOperationsServer({ host: '127.0.0.1', port: 0, checks: base.app.readiness });
 });
 afterAll(async () => {
-  await Promise.all(running.map((app) => app.close()));
   await operations?.close();
   await base?.close();
 });
 
-/** Another gateway on `base`'s database and Redis, with `env`; what it logs at `warn`. */
+/** Another gateway on `base`'s database and Redis, with `env`, for the test; what it logs at `warn`. */
 async function gatewayBeside(env: Record<string, string>) {
   const { lines, logStream } = capturedLog();
   const config = loadConfig(
     envBeside(base, { JWT_PRIVATE_KEY: base.config.jwt.privateKey ?? '', LOG_LEVEL: 'warn', ...env }),
   );
   const app = await buildApp(config, { logStream });
-  running.push(app);
+  // Closed with its test: no check of it runs in a later one.
+  onTestFinished(() => app.close());
   await app.ready();
   return { app, lines };
 }
@@ -68,6 +69,8 @@ describe('one OTP_SECRET per fleet', () => {
     const same = await gatewayBeside({});
     await toldSince(since);
     expect(await base.app.redis.hlen('fleet:otp-secrets')).toBe(1);
+    // The reply reached Redis; a moment more for the gateway to act on it.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(same.lines.filter((line) => String(line.msg).includes('OTP_SECRET'))).toEqual([]);
 
     const other = await gatewayBeside({ OTP_SECRET: OTHER_SECRET });
@@ -78,23 +81,36 @@ describe('one OTP_SECRET per fleet', () => {
     });
     expect(warned).toMatchObject({ level: 40, otpSecrets: 2 });
     // Never the secret, nor its fingerprint.
-    expect(JSON.stringify(other.lines)).not.toContain(OTHER_SECRET);
+    const fingerprints = await base.app.redis.hkeys('fleet:otp-secrets');
+    expect(fingerprints).toHaveLength(2);
+    for (const secretOrPrint of [OTHER_SECRET, ...fingerprints])
+      expect(JSON.stringify(other.lines)).not.toContain(secretOrPrint);
 
     const metrics = await (await fetch(`${operations.url}/metrics`)).text();
     expect(metrics).toMatch(/^tessera_otp_secrets 2\b/m);
   });
 
-  it('forgets a secret no gateway has told within the window', async () => {
+  it('forgets a secret no gateway has told within the window, and the gauge is back to 1', async () => {
     const mine = storeOf(base, base.config.otp.secret);
     const theirs = storeOf(base, 'a-third-otp-secret-that-is-long-enough-0123456789');
-    expect(await theirs.secretsSeen(300_000)).toBe(3);
+    expect(await theirs.secretsSeen(300_000)).toBeGreaterThanOrEqual(2);
     await new Promise((resolve) => setTimeout(resolve, 1_100));
-    // Told a second ago or more: within a window of one second, only this one's is left.
-    expect(await mine.secretsSeen(1_000)).toBe(1);
+
+    // Told a second ago or more: within a window of one second, only this gateway's is left.
+    const { lines, logStream } = capturedLog();
+    await otpSecretCheck(mine, pino({ level: 'warn' }, logStream), 1)();
+    expect(lines).toEqual([]);
+    expect(await base.app.redis.hlen('fleet:otp-secrets')).toBe(1);
+    // Gone with its window if no gateway tells it again.
+    const ttl = await base.app.redis.pttl('fleet:otp-secrets');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1_000);
+    const metrics = await (await fetch(`${operations.url}/metrics`)).text();
+    expect(metrics).toMatch(/^tessera_otp_secrets 1\b/m);
   });
 });
 
-describe('the check, while Redis is away', () => {
+describe('the check, when Redis fails', () => {
   it('passes quietly, leaving the outage to the Redis client, which tells it once', async () => {
     const redis = await startPrivateRedis();
     onTestFinished(() => redis.remove());
@@ -107,5 +123,20 @@ describe('the check, while Redis is away', () => {
     await redis.stop();
     await expect(check()).resolves.toBeUndefined();
     expect(lines).toEqual([]);
+  });
+
+  it('fails a run, for the sweep to count and log, on anything but an outage', async () => {
+    const redis = await startPrivateRedis();
+    onTestFinished(() => redis.remove());
+    const admin = new Redis(redis.url);
+    await admin.call('ACL', 'SETUSER', 'no-scripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting');
+    admin.disconnect();
+    const url = new URL(redis.url);
+    url.username = 'no-scripts';
+    url.password = 'pw';
+    const own = await startGateway({ REDIS_URL: url.toString() });
+    onTestFinished(() => own.close());
+    const check = otpSecretCheck(storeOf(own, own.config.otp.secret), pino({ level: 'silent' }));
+    await expect(check()).rejects.toThrow(/NOPERM/);
   });
 });

@@ -2,12 +2,11 @@ import { meter } from '@tessera/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
 
 const sweepFailures = meter.createCounter('tessera.sweep.failures', {
-  description:
-    'Runs of a background sweep that failed (Postgres or Redis unavailable); retried at the next run',
+  description: 'Runs of background work (a sweep, the OTP_SECRET check) that failed; retried at the next run',
 });
 
 export interface SweepOptions {
-  /** What the sweep does, for logs and metrics: `account_deletion`, `retention`. */
+  /** What the sweep does, for logs and metrics: `account_deletion`, `retention`, `otp_secret_check`. */
   name: string;
   /**
    * Called at the start of each run: what handles a batch of up to `limit` rows in that run, and
@@ -33,7 +32,8 @@ type Batches = ((limit: number) => Promise<number>) & { end?: () => void };
  * batch after batch until a batch comes back short. Every gateway process runs each sweep: the work
  * lives in Postgres, so it happens whatever restarts in between, and the batches lock their rows
  * (SKIP LOCKED) so that the processes share the work. A failed run (Postgres or Redis down) is
- * logged and counted, and the next run tries again.
+ * logged and counted, and the next run tries again. (The `OTP_SECRET` check runs on it too, as one
+ * batch of nothing: the same start, interval, stop and failures.)
  */
 export function createSweep({
   name,

@@ -5,7 +5,7 @@ import type { OtpStore } from './otp.store.ts';
 
 const secretsSeen = meter.createGauge('tessera.otp.secrets', {
   description:
-    "Different OTP_SECRETs the gateways of this Redis ran with in the last 5 minutes, at this gateway's last check: 1 when they agree",
+    "Different OTP_SECRETs the gateways of this Redis prefix ran with in the last 5 minutes, at this gateway's last check: 1 when they agree",
 });
 
 /** Seconds between two checks of a gateway, the first at its start. */
@@ -15,7 +15,7 @@ export const OTP_SECRET_CHECK_INTERVAL = 60;
 export const OTP_SECRET_WINDOW = 5 * OTP_SECRET_CHECK_INTERVAL;
 
 /**
- * A check that every gateway of this Redis runs with one `OTP_SECRET`. With two, a code sent through
+ * A check that every gateway of this Redis prefix runs with one `OTP_SECRET`. With two, a code sent through
  * one gateway is refused by another (404, as if it had expired) and the sign-in limits are counted
  * apart, and nothing else shows it. Each gateway tells its own (a fingerprint) at every check; a
  * change of the secret rolled out over the fleet shows for the window after it, as it should.
@@ -34,7 +34,7 @@ export function otpSecretCheck(otp: OtpStore, log: FastifyBaseLogger, windowSeco
     if (seen > 1)
       log.warn(
         { otpSecrets: seen },
-        `the gateways of this Redis ran with ${seen} different OTP_SECRETs in the last ${windowSeconds} seconds: a code sent through one is refused by another, and the sign-in limits are counted apart; give every gateway the same`,
+        `the gateways of this Redis prefix ran with ${seen} different OTP_SECRETs in the last ${windowSeconds} seconds: a code sent through one is refused by another, and the sign-in limits are counted apart; give every gateway the same`,
       );
   };
 }

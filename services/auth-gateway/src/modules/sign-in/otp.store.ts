@@ -114,7 +114,7 @@ export interface Recipient {
   mailbox: string;
 }
 
-// The fingerprints of the OTP_SECRETs the gateways of this Redis run with, each with when it was last
+// The fingerprints of the OTP_SECRETs the gateways of this Redis prefix run with, each with when it was last
 // told (ms, by the Redis server's clock): records this one's, forgets those older than the window,
 // and answers how many are left.
 const OTP_SECRETS_SEEN = `
@@ -241,7 +241,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
-     * Tells the gateways of this Redis that this one runs with its `OTP_SECRET` (by a fingerprint of
+     * Tells the gateways of this Redis prefix that this one runs with its `OTP_SECRET` (by a fingerprint of
      * it, which reveals nothing of it), and answers how many different ones were told within
      * `windowMs`: more than one splits the codes and the limits (otp-secret-check.ts).
      */
