@@ -805,15 +805,21 @@ describe('finalization', () => {
     expect((await refresh(app, mary.refreshToken)).statusCode).toBe(401);
   });
 
-  it('is not cut short by DATABASE_STATEMENT_TIMEOUT: an erasure that waits longer still happens', async () => {
+  /** A gateway whose statements may run 1 s, and the account of `email`, whose deletion is due. */
+  async function dueUnderShortTimeout(email: string) {
     const clock = manualClock(new Date(START));
     const { app } = await gateway(await deployment(), clock, {
       ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
       DATABASE_STATEMENT_TIMEOUT: '1',
     });
-    const ann = await signIn(app, 'ann@example.com');
-    expect((await requestDeletion(app, ann.accessToken)).statusCode).toBe(200);
+    const user = await signIn(app, email);
+    expect((await requestDeletion(app, user.accessToken)).statusCode).toBe(200);
     clock.advance(GRACE);
+    return { app, clock, user };
+  }
+
+  it('is not cut short by DATABASE_STATEMENT_TIMEOUT: an erasure that waits longer still happens', async () => {
+    const { app, clock, user: ann } = await dueUnderShortTimeout('ann@example.com');
 
     // Her events held by another transaction for longer than a request's statement may run.
     const { sweeping } = await app.db.transaction().execute(async (holder) => {
@@ -836,14 +842,7 @@ describe('finalization', () => {
   });
 
   it("bounds a sign-in's erasure by DATABASE_STATEMENT_TIMEOUT, as any request: 503, and the same code signs in once it can", async () => {
-    const clock = manualClock(new Date(START));
-    const { app } = await gateway(await deployment(), clock, {
-      ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
-      DATABASE_STATEMENT_TIMEOUT: '1',
-    });
-    const bea = await signIn(app, 'bea@example.com');
-    expect((await requestDeletion(app, bea.accessToken)).statusCode).toBe(200);
-    clock.advance(GRACE);
+    const { app, user: bea } = await dueUnderShortTimeout('bea@example.com');
     const { code } = body(await post(app, '/api/v1/auth/send-otp-email', { email: 'bea@example.com' })).data;
     const verify = () => post(app, '/api/v1/auth/verify-otp-email', { email: 'bea@example.com', code });
 

@@ -15,10 +15,10 @@ export const OTP_SECRET_CHECK_INTERVAL = 60;
 export const OTP_SECRET_WINDOW = 5 * OTP_SECRET_CHECK_INTERVAL;
 
 /**
- * A check that every gateway of this Redis prefix runs with one `OTP_SECRET`. With two, a code sent through
- * one gateway is refused by another (404, as if it had expired) and the sign-in limits are counted
- * apart, and nothing else shows it. Each gateway tells its own (a fingerprint) at every check; a
- * change of the secret rolled out over the fleet shows for the window after it, as it should.
+ * A check that every gateway of this Redis prefix runs with one `OTP_SECRET`. With two, a code sent
+ * through one gateway is refused by another (404, as if it had expired) and the sign-in limits are
+ * counted apart, and nothing else shows it. Each gateway tells its own (a fingerprint) at every check;
+ * a change of the secret rolled out over the fleet shows until the window after it, as it should.
  */
 export function otpSecretCheck(otp: OtpStore, log: FastifyBaseLogger, windowSeconds = OTP_SECRET_WINDOW) {
   return async () => {

@@ -114,9 +114,9 @@ export interface Recipient {
   mailbox: string;
 }
 
-// The fingerprints of the OTP_SECRETs the gateways of this Redis prefix run with, each with when it was last
-// told (ms, by the Redis server's clock): records this one's, forgets those older than the window,
-// and answers how many are left.
+// The fingerprints of the OTP_SECRETs the gateways of this Redis prefix run with, each with when it
+// was last told (ms, by the Redis server's clock): records this one's, forgets those older than the
+// window, and answers how many are left.
 const OTP_SECRETS_SEEN = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -241,9 +241,10 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
-     * Tells the gateways of this Redis prefix that this one runs with its `OTP_SECRET` (by a fingerprint of
-     * it, which reveals nothing of it), and answers how many different ones were told within
-     * `windowMs`: more than one splits the codes and the limits (otp-secret-check.ts).
+     * Tells the gateways of this Redis prefix that this one runs with its `OTP_SECRET` (by a
+     * fingerprint: 64 bits of an HMAC under it, kept in Redis and never logged), and answers how many
+     * different ones were told within `windowMs`: more than one splits the codes and the limits
+     * (otp-secret-check.ts).
      */
     async secretsSeen(windowMs: number): Promise<number> {
       return redis.otpSecretsSeen('fleet:otp-secrets', hmac('fleet', 'fingerprint').slice(0, 16), windowMs);
