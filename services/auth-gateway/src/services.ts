@@ -109,6 +109,7 @@ export function createServices(
   });
 
   warnIfShortRetention({ securityEventRetention: config.retention.securityEventRetention, log });
+  const checkOtpSecrets = otpSecretCheck(otp, log);
   return {
     /** Who is calling: the access token verified and its session still active. */
     authenticate: verifyCaller(tokens, activeSessions, { db, clock }),
@@ -136,7 +137,7 @@ export function createServices(
       createSweep({
         name: 'otp_secret_check',
         batches: () => async () => {
-          await otpSecretCheck(otp, log)();
+          await checkOtpSecrets();
           return 0;
         },
         interval: OTP_SECRET_CHECK_INTERVAL,

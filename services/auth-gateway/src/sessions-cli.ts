@@ -45,8 +45,8 @@ interface EndReport {
  * each account's ending recorded as its `logout` event. As the user's own "log out everywhere" does
  * it, in that order: a key deleted first could come back with a refresh before the session had
  * ended. Running it again with the same cut-off repairs a run that Redis failed. Exit code 0 when
- * done, 1 when a dependency or the configuration fails (a line of its own on stderr, with how far --all got
- * and its cut-off), 2 on a usage error or an account not found.
+ * done, 1 when a dependency or the configuration fails (a line of its own on stderr, with how far
+ * --all got and its cut-off), 2 on a usage error or an account not found.
  */
 export function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return runOperatorCommand(

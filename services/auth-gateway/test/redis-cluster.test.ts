@@ -8,8 +8,9 @@ import {
   startService,
   startSmtpSink,
 } from '@tessera/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, body, post, startGateway, type TestGateway } from './helpers.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runLimitsCli } from '../src/limits-cli.ts';
+import { bearer, body, envBeside, post, startGateway, type TestGateway } from './helpers.ts';
 
 // The gateway and a mailer on a Redis Cluster of three masters of this test's own, as
 // REDIS_CLUSTER_NODES selects it: each script, each multi-key command and the queue keep to one slot.
@@ -97,6 +98,17 @@ describe('on a Redis Cluster', () => {
     const refused = await sendTo('inbox+3@example.com');
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3500);
+
+    // An operator's lift reaches the inbox's key too, in its own slot.
+    const out = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      const env = { ...envBeside(gateway), REDIS_CLUSTER_NODES: cluster.nodes };
+      expect(await runLimitsCli(['lift', '--email', 'inbox+3@example.com', '--json'], env)).toBe(0);
+      expect(JSON.parse(String(out.mock.calls[0]?.[0]))).toMatchObject({ codesSent: 3 });
+    } finally {
+      out.mockRestore();
+    }
+    expect((await sendTo('inbox+3@example.com')).statusCode).toBe(200);
   });
 
   it('answers 429 past the general per-IP limit', async () => {

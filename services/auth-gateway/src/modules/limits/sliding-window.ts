@@ -37,6 +37,8 @@ end
 
 /** The key that marks a window's refusal as already told (see `first_refusal`); it shares the log's hash tag. */
 export const refusedKey = (key: string) => `${key}:refused`;
+/** The same for the log's refusals as a gate, told apart from those of the events it counts. */
+const gateRefusedKey = (key: string) => refusedKey(`${key}:gate`);
 
 // Checks every window (KEYS: the logs, then their refusal markers); counts the event in all of them
 // but the gates only when none is full, and answers which ones it filled and when the last of them
@@ -63,9 +65,23 @@ end
 return {0, wait, 0, filled}
 `;
 
+// Forgets a window (KEYS: its log and the markers of its refusals, counted and as a gate), answering
+// how many events it held within its last ARGV[1] ms.
+const FORGET = `${SLIDING_WINDOW_LUA}
+local held = redis.call('ZCOUNT', KEYS[1], now_ms() - tonumber(ARGV[1]), '+inf')
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return held
+`;
+
 type Hit = [number, number, number, number[]];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
+    forgetWindow(
+      log: string,
+      refused: string,
+      gateRefused: string,
+      windowMs: number,
+    ): Result<number, Context>;
     /** HIT for 1, 2 or 3 windows: 2, 4 or 6 keys. */
     hitWindows1(...args: (string | number)[]): Result<Hit, Context>;
     hitWindows2(...args: (string | number)[]): Result<Hit, Context>;
@@ -98,6 +114,7 @@ export function createSlidingWindows(redis: RedisClient) {
   const COMMANDS = ['hitWindows1', 'hitWindows2', 'hitWindows3'] as const;
   for (const [i, name] of COMMANDS.entries())
     redis.defineCommand(name, { numberOfKeys: (i + 1) * 2, lua: HIT });
+  redis.defineCommand('forgetWindow', { numberOfKeys: 3, lua: FORGET });
   function hitWindows(count: number) {
     const name = COMMANDS[count - 1];
     if (name === undefined) throw new Error(`a scope holds 1 to ${COMMANDS.length} windows, not ${count}`);
@@ -108,8 +125,7 @@ export function createSlidingWindows(redis: RedisClient) {
   async function hitScope<Name extends string>(windows: Window<Name>[], event: string) {
     const [index, waitMs, first, filled] = await hitWindows(windows.length)(
       ...windows.map((w) => w.key),
-      // A gate's refusals are told apart from those of the events its window counts.
-      ...windows.map((w) => refusedKey(w.gate ? `${w.key}:gate` : w.key)),
+      ...windows.map((w) => (w.gate ? gateRefusedKey(w.key) : refusedKey(w.key))),
       event,
       ...windows.flatMap((w) => [w.seconds * 1000, w.limit, w.gate ? 0 : 1]),
     );
@@ -172,5 +188,19 @@ export function createSlidingWindows(redis: RedisClient) {
 
     /** Takes a counted event back out of its windows. */
     release,
+
+    /**
+     * Forgets the windows with every refusal told of them (an operator's lift), each at once, by one
+     * script of its own (they may be of different Redis Cluster slots). Answers how many events each
+     * held within its window, by name.
+     */
+    async forget<Name extends string>(windows: Window<Name>[]): Promise<Record<Name, number>> {
+      const held = await Promise.all(
+        windows.map((w) =>
+          redis.forgetWindow(w.key, refusedKey(w.key), gateRefusedKey(w.key), w.seconds * 1000),
+        ),
+      );
+      return Object.fromEntries(windows.map((w, i) => [w.name, held[i]])) as Record<Name, number>;
+    },
   };
 }

@@ -117,10 +117,8 @@ export interface Recipient {
 // The fingerprints of the OTP_SECRETs the gateways of this Redis prefix run with, each with when it
 // was last told (ms, by the Redis server's clock): records this one's, forgets those older than the
 // window, and answers how many are left.
-const OTP_SECRETS_SEEN = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local window = tonumber(ARGV[2])
+const OTP_SECRETS_SEEN = `${SLIDING_WINDOW_LUA}
+local now, window = now_ms(), tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], ARGV[1], now)
 local told, seen = redis.call('HGETALL', KEYS[1]), 0
 for i = 1, #told, 2 do
@@ -154,13 +152,8 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
 
   const emailFailures = (email: string) => emailKey('failures', email);
-  // The hourly budget is the inbox's (victim+1@… counts as victim@…), under the key the inbox's own
-  // address has. For most addresses that is the address itself, whose keys share one slot: one script.
-  // Another spelling's keys are in another slot than the inbox's, so its budget is a scope of its own.
-  const sendScopes = (
-    { email, mailbox }: Recipient,
-    ip: string,
-  ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => {
+  /** The send limits of an address: its cooldown, its inbox's hourly budget, its wrong guesses. */
+  const addressWindows = ({ email, mailbox }: Recipient) => {
     const cooldown = {
       name: 'cooldown' as const,
       key: emailKey('sent-recently', email),
@@ -181,13 +174,23 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       limit: limits.maxFailuresPerEmailPerDay,
       gate: true,
     };
+    return { cooldown, inbox, failures };
+  };
+  // The hourly budget is the inbox's (victim+1@… counts as victim@…), under the key the inbox's own
+  // address has. For most addresses that is the address itself, whose keys share one slot: one script.
+  // Another spelling's keys are in another slot than the inbox's, so its budget is a scope of its own.
+  const sendScopes = (
+    recipient: Recipient,
+    ip: string,
+  ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => {
+    const { cooldown, inbox, failures } = addressWindows(recipient);
     const sender = {
       name: 'ip' as const,
       key: ipKey('sends', ip),
       seconds: HOUR,
       limit: limits.maxSendsPerIpPerHour,
     };
-    return mailbox === email
+    return recipient.mailbox === recipient.email
       ? [[cooldown, inbox, failures], [sender]]
       : [[cooldown, failures], [inbox], [sender]];
   };
@@ -256,23 +259,10 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * sign in at once. A code it holds stays as it is (a locked one is replaced by the next send), and
      * the client IPs' limits stay. Answers what it forgot, as counted in their windows.
      */
-    async lift({ email, mailbox }: Recipient) {
-      const failures = emailFailures(email);
-      const sends = emailKey('sends', mailbox);
-      const cooldown = emailKey('sent-recently', email);
-      // The scripts' own clock: ms by the Redis server.
-      const [seconds, micros] = await redis.time();
-      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-      const [wrongGuesses, codesSent] = await Promise.all([
-        redis.zcount(failures, now - DAY * 1000, '+inf'),
-        redis.zcount(sends, now - HOUR * 1000, '+inf'),
-      ]);
-      // The windows and their markers of a refusal already told (the send gate's is its own), one key
-      // at a time: the inbox's may be in another Redis Cluster slot than the address's.
-      const windows = [failures, sends, cooldown];
-      const told = [...windows, `${failures}:gate`].map(refusedKey);
-      await Promise.all([...windows, ...told].map((key) => redis.del(key)));
-      return { wrongGuesses, codesSent };
+    async lift(recipient: Recipient) {
+      const { cooldown, inbox, failures } = addressWindows(recipient);
+      const held = await windows.forget([failures, inbox, cooldown]);
+      return { wrongGuesses: held.failures, codesSent: held.email };
     },
 
     /**
