@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { SEND_OTP_JOB } from '@tessera/contracts';
 import { type OperationsServer, startOperationsServer } from '@tessera/telemetry';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -150,5 +151,21 @@ describe('GET /metrics', () => {
     const sent = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'queued@example.com' });
     expect(sent.statusCode).toBe(200);
     expect(value(await scrape(), 'tessera_email_queue_jobs{state="waiting"}')).toBe(before + 1);
+  });
+
+  it('tells how long the oldest email has waited in that queue, so that one no mailer empties shows', async () => {
+    const oldest = async () =>
+      Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec(await scrape())?.[1]);
+    await gateway.app.mailQueue.drain();
+    expect(await oldest()).toBe(0);
+    // A code sent 90 s ago, not taken since; and one just sent behind it.
+    await gateway.app.mailQueue.add(SEND_OTP_JOB, {}, { timestamp: Date.now() - 90_000 });
+    const sent = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'waiting@example.com' });
+    expect(sent.statusCode).toBe(200);
+    const age = await oldest();
+    expect(age).toBeGreaterThanOrEqual(90);
+    expect(age).toBeLessThan(120);
+    await gateway.app.mailQueue.drain();
+    expect(await oldest()).toBe(0);
   });
 });

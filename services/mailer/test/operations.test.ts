@@ -105,7 +105,11 @@ describe('GET /metrics', () => {
     expect(metrics.body).not.toContain('ivan@');
   });
 
-  it('samples the queue at each scrape', async () => {
+  it('samples the queue at each scrape: how many wait, and how long the oldest has waited', async () => {
+    const oldest = async () =>
+      Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec((await get('/metrics')).body)?.[1]);
+    expect(await oldest()).toBe(0);
+    const delivered = sink.waitFor((mail) => mail.to.includes('judy@example.com'));
     await mailWorker.worker.pause();
     try {
       const data = {
@@ -113,14 +117,20 @@ describe('GET /metrics', () => {
         sealedCode: sealCode('5937', 'judy@example.com', parseMailJobKeys()),
         expiresAt: new Date(Date.now() + 300_000).toISOString(),
       };
+      // Queued 90 s ago, by a gateway's clock, and waiting since.
       await queue.add(SEND_OTP_JOB, data, {
         ...EMAIL_JOB_OPTIONS,
         jobId: sendOtpJobId('00000000-0000-4000-8000-000000000002'),
+        timestamp: Date.now() - 90_000,
       });
       expect((await get('/metrics')).body).toMatch(/^tessera_email_queue_jobs\{state="waiting"\} 1$/m);
+      expect(await oldest()).toBeGreaterThanOrEqual(90);
+      expect(await oldest()).toBeLessThan(120);
     } finally {
       await mailWorker.worker.resume();
     }
+    await delivered;
+    expect(await oldest()).toBe(0);
   });
 });
 

@@ -143,7 +143,7 @@ it('SIGTERM finishes the active jobs and exits 0; the next mailer sends the rest
   expect(await queue.getJobCounts('failed', 'delayed')).toEqual({ failed: 0, delayed: 0 });
 }, 40_000);
 
-it('with Redis down, the queue gauge says NaN, and SIGTERM exits 0 at once instead of waiting out the drain deadline', async () => {
+it('with Redis down, the queue gauges say NaN, and SIGTERM exits 0 at once instead of waiting out the drain deadline', async () => {
   const away = await startPrivateRedis();
   try {
     // A deadline that a shutdown waiting for Redis would reach within the test: it then exits 1.
@@ -151,11 +151,13 @@ it('with Redis down, the queue gauge says NaN, and SIGTERM exits 0 at once inste
     const mailer = startMailer({ REDIS_URL: away.url, SHUTDOWN_TIMEOUT: '10' });
     await until(() => output.slice(from).join('').includes('"msg":"mailer ready"'), 'the mailer to be ready');
     const operations = /"operations":"([^"]+)"/.exec(output.slice(from).join(''))?.[1];
-    const queueGauge = async (state: string) =>
-      new RegExp(`^tessera_email_queue_jobs\\{state="${state}"\\} (\\S+)$`, 'm').exec(
+    const gauge = async (series: string) =>
+      new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(
         await (await fetch(`${operations}/metrics`)).text(),
       )?.[1];
+    const queueGauge = (state: string) => gauge(`tessera_email_queue_jobs{state="${state}"}`);
     expect(await queueGauge('waiting')).toBe('0');
+    expect(await gauge('tessera_email_queue_oldest_waiting_seconds')).toBe('0');
     await away.stop();
     // Once the mailer sees Redis gone (its readiness says so), the signal comes.
     await until(
@@ -164,6 +166,7 @@ it('with Redis down, the queue gauge says NaN, and SIGTERM exits 0 at once inste
     );
     // The queue's size is unknown now, not the last one read.
     expect(await queueGauge('waiting')).toBe('NaN');
+    expect(await gauge('tessera_email_queue_oldest_waiting_seconds')).toBe('NaN');
     mailer.child.kill('SIGTERM');
 
     expect(await mailer.exited, output.join('')).toBe(0);
