@@ -108,14 +108,7 @@ export function checkQueueSettings({
   /** BULLMQ_PREFIX. */
   prefix: string;
 }): void {
-  // A redis:// or rediss:// URL, in lower case (ioredis turns TLS on for `rediss://` only as written),
-  // or without a cluster a Unix socket's path (no credentials in it). Anything else with a slash
-  // (`http://…`, `redis//…`, `/:pass@host`) ioredis reads as a socket path and says so with the whole
-  // value, password included; a cluster's options are read from it as a URL.
-  if (!/^rediss?:\/\//.test(redisUrl) && (clusterNodes !== '' || !/^\/(?!\/)[^@]*$/.test(redisUrl)))
-    throw new ConfigError(
-      `Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL${clusterNodes === '' ? " (or a Unix socket's path)" : ''}`,
-    );
+  checkRedisUrl(redisUrl, clusterNodes);
   // A stray blank (a CRLF .env file) would name another queue than the other service's.
   if (/\s/.test(prefix))
     throw new ConfigError('Invalid configuration: BULLMQ_PREFIX must not contain blanks');
@@ -123,6 +116,18 @@ export function checkQueueSettings({
   if (clusterNodes !== '' && !/^[^{]*\{[^}]+\}/.test(prefix))
     throw new ConfigError(
       'Invalid configuration: BULLMQ_PREFIX must hold a hash tag, such as {tessera}, when REDIS_CLUSTER_NODES is set (BullMQ needs every key of the queue in one slot)',
+    );
+}
+
+/** REDIS_URL checked further than its schema (REDIS_CLUSTER_NODES beside it); see checkQueueSettings. */
+export function checkRedisUrl(redisUrl: string, clusterNodes: string): void {
+  // A redis:// or rediss:// URL, in lower case (ioredis turns TLS on for `rediss://` only as written),
+  // or without a cluster a Unix socket's path (no credentials in it). Anything else with a slash
+  // (`http://…`, `redis//…`, `/:pass@host`) ioredis reads as a socket path and says so with the whole
+  // value, password included; a cluster's options are read from it as a URL.
+  if (!/^rediss?:\/\//.test(redisUrl) && (clusterNodes !== '' || !/^\/(?!\/)[^@]*$/.test(redisUrl)))
+    throw new ConfigError(
+      `Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL${clusterNodes === '' ? " (or a Unix socket's path)" : ''}`,
     );
 }
 

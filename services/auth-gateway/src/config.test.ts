@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { configTable, misspelledVariables, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { GatewayConfigSchema, listenHost, loadConfig } from './config.ts';
+import { GatewayConfigSchema, listenHost, loadConfig, loadOperatorConfig } from './config.ts';
 
 const MAIL_JOB_KEY = `k1:${'A'.repeat(43)}=`;
 
@@ -285,6 +285,32 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrowError(
         /^Invalid configuration: TRUST_PROXY must be true, false, a hop count or proxy addresses\/CIDRs \(got "/,
       );
+  });
+});
+
+describe('loadOperatorConfig', () => {
+  const production = { APP_ENV: 'production', OTP_SECRET: 'x'.repeat(32) };
+
+  it('requires in production only the secret the command uses, and checks what it reads as a gateway does', () => {
+    expect(loadOperatorConfig(production, { otpSecret: true })).toMatchObject({
+      env: 'production',
+      otp: { secret: 'x'.repeat(32), ttl: 300 },
+    });
+    expect(loadOperatorConfig({ APP_ENV: 'production' }, { otpSecret: false }).env).toBe('production');
+    expect(() => loadOperatorConfig({ APP_ENV: 'production' }, { otpSecret: true })).toThrowError(
+      'Invalid configuration: OTP_SECRET is required when APP_ENV=production',
+    );
+    for (const [env, error] of [
+      [
+        { OTP_SECRET: 'tessera-development-otp-secret-not-for-production' },
+        'OTP_SECRET is the development secret',
+      ],
+      [{ OTP_SECRET: ' '.repeat(40) }, 'OTP_SECRET must hold at least 32 characters'],
+      [{ DATABASE_URL: 'localhost/tessera' }, 'DATABASE_URL must be a postgres:// or postgresql:// URL'],
+      [{ REDIS_URL: 'http://:s3cret@cache:6379' }, 'REDIS_URL must be a redis:// or rediss:// URL'],
+      [{ OTP_TTL: '60', OTP_RESEND_COOLDOWN: '120' }, 'OTP_RESEND_COOLDOWN must not be longer than OTP_TTL'],
+    ] as const)
+      expect(() => loadOperatorConfig({ ...production, ...env }, { otpSecret: true })).toThrowError(error);
   });
 });
 

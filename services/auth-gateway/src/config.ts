@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   checkQueueSettings,
+  checkRedisUrl,
   isPostgresUrl,
   parseSetting,
   readConfig,
@@ -347,15 +348,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     throw new ConfigError(
       'Invalid configuration: set JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE, not both (the signing key is one of them)',
     );
-  if (env.APP_ENV === 'production' && config.otp.secret?.trim() === DEVELOPMENT_OTP_SECRET)
-    throw new ConfigError(
-      "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
-    );
-  // Blanks are no secret (36 of them pass the length); a trailing newline of a secret file is fine.
-  if (config.otp.secret !== undefined && config.otp.secret.replaceAll(/\s/g, '').length < 32)
-    throw new ConfigError(
-      'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
-    );
+  const otp = otpSettings(env, config.otp);
   // A pair given again inside the grace window carries the tokens of the rotation: still alive.
   const { refreshReuseGrace, refreshTokenTtl } = config.sessions;
   if (refreshReuseGrace >= Math.min(config.jwt.accessTokenTtl, refreshTokenTtl))
@@ -367,11 +360,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   if (refreshTokenTtl < config.jwt.accessTokenTtl)
     throw new ConfigError(
       'Invalid configuration: REFRESH_TOKEN_TTL must not be shorter than ACCESS_TOKEN_TTL (a session ends when its refresh token expires)',
-    );
-  // A code that expires before another may be asked for leaves its user with none to sign in with.
-  if (config.otp.resendCooldown > config.otp.ttl)
-    throw new ConfigError(
-      'Invalid configuration: OTP_RESEND_COOLDOWN must not be longer than OTP_TTL (a user would wait for a new code with none valid)',
     );
   // A client sends the version back as the registration advertised it, and a client trims it: one
   // with blanks around it (a stray space in an env file) could never be accepted. A verifier
@@ -385,12 +373,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   ] as const)
     if (version !== undefined && version !== version.trim())
       throw new ConfigError(`Invalid configuration: ${name} must not begin or end with a blank`);
-  // As `pnpm db:migrate` reads it too. Anything else node-postgres reads as a host named by part of
-  // the value (`getaddrinfo ENOTFOUND base`) or as a socket folder (`//user:pass@host` said back whole).
-  if (!isPostgresUrl(config.database.url))
-    throw new ConfigError(
-      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
-    );
+  checkDatabaseUrl(config.database.url);
   checkQueueSettings({
     redisUrl: config.redis.url,
     clusterNodes: config.redis.clusterNodes,
@@ -408,7 +391,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       ...mail,
       jobKeys: parseSetting(() => parseMailJobKeys(jobKey, env.APP_ENV === 'production')),
     }),
-    otp: Object.freeze({ ...config.otp, secret: config.otp.secret ?? DEVELOPMENT_OTP_SECRET }),
+    otp,
     jwt: Object.freeze({
       ...config.jwt,
       privateKeyFile:
@@ -418,6 +401,56 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     }),
     console: Object.freeze({ ...config.console, dir: config.console.dir ?? CONSOLE_BUILD }),
   });
+}
+
+/** What an operator's command reads of the gateway's configuration: its clients' settings and the codes'. */
+const OperatorConfigSchema = Type.Pick(GatewayConfigSchema, ['env', 'log', 'database', 'redis', 'otp']);
+export type OperatorConfig = Pick<GatewayConfig, 'env' | 'log' | 'database' | 'redis' | 'otp'>;
+
+/**
+ * The configuration of an operator's command (`sessions:end`, `limits:lift`): the gateway's variables it
+ * reads, checked as a gateway checks them. Of the secrets production requires, only `OTP_SECRET`, and
+ * only for a command that uses it: whoever ends sessions or lifts limits needs neither the signing key
+ * nor the mail job key (nor, to lift, the database).
+ */
+export function loadOperatorConfig(
+  env: NodeJS.ProcessEnv,
+  { otpSecret }: { otpSecret: boolean },
+): OperatorConfig {
+  const config = readConfig(OperatorConfigSchema, env);
+  if (otpSecret) requireInProduction(env, [['OTP_SECRET']]);
+  checkDatabaseUrl(config.database.url);
+  checkRedisUrl(config.redis.url, config.redis.clusterNodes);
+  return Object.freeze({ ...config, otp: otpSettings(env, config.otp) });
+}
+
+/** The code settings, checked; OTP_SECRET defaults to the development secret, which production refuses. */
+function otpSettings(env: NodeJS.ProcessEnv, otp: Env['otp']): GatewayConfig['otp'] {
+  if (env.APP_ENV === 'production' && otp.secret?.trim() === DEVELOPMENT_OTP_SECRET)
+    throw new ConfigError(
+      "Invalid configuration: OTP_SECRET is the development secret, which Tessera's source publishes: generate one",
+    );
+  // Blanks are no secret (36 of them pass the length); a trailing newline of a secret file is fine.
+  if (otp.secret !== undefined && otp.secret.replaceAll(/\s/g, '').length < 32)
+    throw new ConfigError(
+      'Invalid configuration: OTP_SECRET must hold at least 32 characters other than blanks',
+    );
+  // A code that expires before another may be asked for leaves its user with none to sign in with.
+  if (otp.resendCooldown > otp.ttl)
+    throw new ConfigError(
+      'Invalid configuration: OTP_RESEND_COOLDOWN must not be longer than OTP_TTL (a user would wait for a new code with none valid)',
+    );
+  return Object.freeze({ ...otp, secret: otp.secret ?? DEVELOPMENT_OTP_SECRET });
+}
+
+/** As `pnpm db:migrate` reads it too. */
+function checkDatabaseUrl(url: string): void {
+  // Anything else node-postgres reads as a host named by part of the value (`getaddrinfo ENOTFOUND
+  // base`) or as a socket folder (`//user:pass@host` said back whole).
+  if (!isPostgresUrl(url))
+    throw new ConfigError(
+      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
+    );
 }
 
 function parseTrustProxy(setting: string): TrustProxy {

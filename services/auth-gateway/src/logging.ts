@@ -12,7 +12,7 @@ const loggedPath = (url: string) => {
 
 /** The gateway's pino options: level, trace ids on every line, and nothing secret. */
 export function loggerOptions(
-  config: GatewayConfig,
+  config: Pick<GatewayConfig, 'env' | 'log'>,
   stream?: DestinationStream,
 ): FastifyServerOptions['logger'] {
   return {

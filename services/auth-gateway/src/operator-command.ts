@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { systemClock } from './clock.ts';
-import { type GatewayConfig, loadConfig } from './config.ts';
+import { loadOperatorConfig, type OperatorConfig } from './config.ts';
 import { loggerOptions } from './logging.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
@@ -14,15 +14,17 @@ export interface OperatorCommand<Args> {
   parse: (argv: string[]) => Args;
   /** Whether it needs Postgres too (Redis it always has). */
   database: boolean;
+  /** Whether it needs OTP_SECRET, the one secret of the gateway's an operator's command may use. */
+  otpSecret: boolean;
   /** The command itself; answers its exit code. */
-  run: (args: Args, app: FastifyInstance, config: GatewayConfig) => Promise<number>;
+  run: (args: Args, app: FastifyInstance, config: OperatorConfig) => Promise<number>;
   /** What a failure adds to its line, e.g. how far it got. */
   sofar?: (error: unknown) => string;
 }
 
 /**
- * An operator's command on the gateway's own clients, read from the gateway's configuration, with
- * their checks at start. Their log lines go to stderr, errors only: a gateway's warnings at start
+ * An operator's command on the gateway's own clients, read from the gateway's configuration (only
+ * what it uses: see loadOperatorConfig), with their checks at start. Their log lines go to stderr, errors only: a gateway's warnings at start
  * (Redis's durability, …) are not the command's business (`LOG_LEVEL=debug` shows every line). Exit
  * code: the command's, 1 when a dependency or the configuration fails (one line of its own on
  * stderr), 2 on a usage error; `--help` prints the usage.
@@ -45,7 +47,7 @@ export async function runOperatorCommand<Args>(
   }
   let app: FastifyInstance | undefined;
   try {
-    const config = loadConfig(env);
+    const config = loadOperatorConfig(env, command);
     const quiet = !['debug', 'trace', 'fatal', 'silent'].includes(config.log.level);
     const log = quiet ? { ...config.log, level: 'error' as const } : config.log;
     app = Fastify({ logger: loggerOptions({ ...config, log }, pino.destination(2)) });

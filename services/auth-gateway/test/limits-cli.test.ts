@@ -87,6 +87,27 @@ describe('limits:lift', () => {
   });
 });
 
+describe('limits:lift in production', () => {
+  it('needs the Redis settings and OTP_SECRET alone, not the signing key, the mail job key or the database', async () => {
+    await lockOut('production@example.com');
+    const production = { APP_ENV: 'production', DATABASE_URL: undefined, BULLMQ_PREFIX: undefined };
+    const lifted = await limitsLift(['--email', 'production@example.com'], production);
+    expect(lifted).toMatchObject({ code: 0, err: '' });
+    expect(lifted.out).toMatch(/^limits lifted for production@example\.com: forgot 3 wrong codes /);
+    expect((await send('production@example.com')).statusCode).toBe(200);
+
+    const unkeyed = await limitsLift(['--email', 'production@example.com'], {
+      ...production,
+      OTP_SECRET: undefined,
+    });
+    expect(unkeyed).toEqual({
+      code: 1,
+      out: '',
+      err: 'limits lift: Invalid configuration: OTP_SECRET is required when APP_ENV=production',
+    });
+  });
+});
+
 describe('limits:lift, as a process', () => {
   it("prints its line alone at a gateway's LOG_LEVEL: the warnings a gateway gives at start are not the command's", async () => {
     // A Redis that keeps nothing on disk, of which a gateway at `info` warns at start.

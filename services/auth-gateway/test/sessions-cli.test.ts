@@ -96,6 +96,16 @@ describe('sessions:end --user', () => {
       });
     expect(await works(other.accessToken)).toBe(true);
   });
+
+  it('needs, in production, the database and Redis settings alone: none of the secrets a gateway needs', async () => {
+    const session = await signIn(gateway.app, 'sven@example.com');
+    expect(await sessionsEndWith({ APP_ENV: 'production' }, '--user', 'sven@example.com')).toEqual({
+      code: 0,
+      out: `sessions ended: 1 (account ${session.user._id}, sven@example.com)`,
+      err: '',
+    });
+    expect(await works(session.accessToken)).toBe(false);
+  });
 });
 
 describe('sessions:end --all', () => {
