@@ -14,11 +14,11 @@ COPY packages/config/package.json packages/config/
 COPY packages/contracts/package.json packages/contracts/
 COPY packages/redis/package.json packages/redis/
 COPY packages/telemetry/package.json packages/telemetry/
-COPY packages/testing/package.json packages/testing/
 COPY infra/package.json infra/
 COPY services/auth-gateway/package.json services/auth-gateway/
 COPY services/mailer/package.json services/mailer/
 COPY test/package.json test/
+COPY testing/package.json testing/
 
 # Every dependency and the whole workspace, so an image is only made from sources that type-check;
 # then the account console's static files and the services' bundles.

@@ -6,6 +6,7 @@ const unitTests = [
   'services/*/src/**/*.test.ts',
   'packages/*/src/**/*.test.ts',
   'infra/src/**/*.test.ts',
+  'testing/src/**/*.test.ts',
 ];
 
 export default defineConfig({
@@ -22,10 +23,10 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['{apps,services,packages,infra,test,bench}/**/*.test.ts'],
+          include: ['{apps,services,packages,infra,test,testing,bench}/**/*.test.ts'],
           exclude: unitTests,
           // Finds or starts Postgres and Redis, which unit tests must not wait for.
-          globalSetup: ['./packages/testing/src/global-setup.ts'],
+          globalSetup: ['./testing/src/global-setup.ts'],
         },
       },
     ],

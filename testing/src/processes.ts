@@ -15,7 +15,7 @@ import pg from 'pg';
 // Tessera's services as an operator runs them. Never the machine's shared servers.
 
 const run = promisify(execFile);
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 export async function freePort(): Promise<number> {
   const server = net.createServer().listen(0, '127.0.0.1');
