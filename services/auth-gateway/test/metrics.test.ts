@@ -153,9 +153,10 @@ describe('GET /metrics', () => {
     expect(value(await scrape(), 'tessera_email_queue_jobs{state="waiting"}')).toBe(before + 1);
   });
 
+  const oldest = async () =>
+    Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec(await scrape())?.[1]);
+
   it('tells how long the oldest email has waited in that queue, so that one no mailer empties shows', async () => {
-    const oldest = async () =>
-      Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec(await scrape())?.[1]);
     await gateway.app.mailQueue.drain();
     expect(await oldest()).toBe(0);
     // A code sent 90 s ago, not taken since; and one just sent behind it.
@@ -167,5 +168,23 @@ describe('GET /metrics', () => {
     expect(age).toBeLessThan(120);
     await gateway.app.mailQueue.drain();
     expect(await oldest()).toBe(0);
+  });
+
+  it("tells the age of a job whose data cannot be read, and keeps the counts when the age can't be read", async () => {
+    const queue = gateway.app.mailQueue;
+    await queue.drain();
+    const job = await queue.add(SEND_OTP_JOB, {}, { timestamp: Date.now() - 90_000 });
+    const key = queue.toKey(job.id ?? '');
+    // Written by hand, or by another producer: the age is the job's, whatever its data.
+    await gateway.app.mailQueueRedis.hset(key, 'data', '{not json');
+    expect(await oldest()).toBeGreaterThanOrEqual(90);
+    // No job hash at all where one should be: the age is unknown, the counts are not.
+    await gateway.app.mailQueueRedis.del(key);
+    await gateway.app.mailQueueRedis.set(key, 'not a job');
+    const text = await scrape();
+    expect(text).toMatch(/^tessera_email_queue_oldest_waiting_seconds NaN$/m);
+    expect(text).toMatch(/^tessera_email_queue_jobs\{state="waiting"\} 1$/m);
+    await gateway.app.mailQueueRedis.del(key);
+    await queue.drain();
   });
 });

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SEND_OTP_JOB } from '@tessera/contracts';
 import { closeRedis, createRedis, durabilityProblems } from '@tessera/redis';
+import { startOperationsServer } from '@tessera/telemetry';
 import {
   type RedisCluster,
   type ServiceProcess,
@@ -8,7 +10,7 @@ import {
   startService,
   startSmtpSink,
 } from '@tessera/testing';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { runLimitsCli } from '../src/limits-cli.ts';
 import { bearer, body, envBeside, post, startGateway, type TestGateway } from './helpers.ts';
 
@@ -131,5 +133,21 @@ describe('on a Redis Cluster', () => {
     } finally {
       await closeRedis(client);
     }
+  });
+
+  it("tells how long the next email has waited, reading its job's timestamp in the queue's slot", async () => {
+    await mailer.stop();
+    const operations = await startOperationsServer({
+      host: '127.0.0.1',
+      port: 0,
+      checks: gateway.app.readiness,
+    });
+    onTestFinished(() => operations.close());
+    await gateway.app.mailQueue.drain();
+    await gateway.app.mailQueue.add(SEND_OTP_JOB, {}, { timestamp: Date.now() - 90_000 });
+    const metrics = await (await fetch(`${operations.url}/metrics`)).text();
+    const age = Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec(metrics)?.[1]);
+    expect(age).toBeGreaterThanOrEqual(90);
+    expect(age).toBeLessThan(120);
   });
 });

@@ -252,7 +252,7 @@ export function createMailWorker({
   const queue = new Queue(EMAIL_QUEUE, { connection: probe, prefix: config.queue.prefix });
   // The worker already reports Redis errors.
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
-  const stopObserving = observeQueueJobs(queue);
+  const stopObserving = observeQueueJobs(queue, probe);
 
   return {
     worker,

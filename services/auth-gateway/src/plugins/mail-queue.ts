@@ -30,7 +30,7 @@ export default fp<{ redis: RedisTarget; prefix: string }>(
     await queue.waitUntilReady();
     app.decorate('mailQueue', queue);
     app.decorate<RedisClient>('mailQueueRedis', connection);
-    const stopObserving = observeQueueJobs(queue);
+    const stopObserving = observeQueueJobs(queue, connection);
     app.addHook('onClose', async () => {
       stopObserving();
       await queue.close();
