@@ -291,15 +291,26 @@ describe('loadConfig', () => {
 describe('loadOperatorConfig', () => {
   const production = { APP_ENV: 'production', OTP_SECRET: 'x'.repeat(32) };
 
-  it('requires in production only the secret the command uses, and checks what it reads as a gateway does', () => {
-    expect(loadOperatorConfig(production, { otpSecret: true })).toMatchObject({
+  it('reads only the sections the command uses, and requires in production only OTP_SECRET, to read the codes', () => {
+    expect(loadOperatorConfig(production, ['otp'])).toEqual({
       env: 'production',
-      otp: { secret: 'x'.repeat(32), ttl: 300 },
+      log: { level: 'info' },
+      redis: { url: 'redis://127.0.0.1:6379', clusterNodes: '', keyPrefix: 'tessera:' },
+      otp: expect.objectContaining({ secret: 'x'.repeat(32), ttl: 300 }),
     });
-    expect(loadOperatorConfig({ APP_ENV: 'production' }, { otpSecret: false }).env).toBe('production');
-    expect(() => loadOperatorConfig({ APP_ENV: 'production' }, { otpSecret: true })).toThrowError(
+    // Variables of sections it does not read are not read, nor refused.
+    const ending = loadOperatorConfig({ APP_ENV: 'production', OTP_TTL: 'soon' }, ['database']);
+    expect(ending).toMatchObject({ env: 'production', database: { poolSize: 10 } });
+    expect(ending).not.toHaveProperty('otp');
+    expect(loadOperatorConfig({ ...production, DATABASE_URL: 'mysql://x' }, ['otp'])).not.toHaveProperty(
+      'database',
+    );
+    expect(() => loadOperatorConfig({ APP_ENV: 'production' }, ['otp'])).toThrowError(
       'Invalid configuration: OTP_SECRET is required when APP_ENV=production',
     );
+  });
+
+  it('checks what it reads as a gateway does', () => {
     for (const [env, error] of [
       [
         { OTP_SECRET: 'tessera-development-otp-secret-not-for-production' },
@@ -310,7 +321,7 @@ describe('loadOperatorConfig', () => {
       [{ REDIS_URL: 'http://:s3cret@cache:6379' }, 'REDIS_URL must be a redis:// or rediss:// URL'],
       [{ OTP_TTL: '60', OTP_RESEND_COOLDOWN: '120' }, 'OTP_RESEND_COOLDOWN must not be longer than OTP_TTL'],
     ] as const)
-      expect(() => loadOperatorConfig({ ...production, ...env }, { otpSecret: true })).toThrowError(error);
+      expect(() => loadOperatorConfig({ ...production, ...env }, ['database', 'otp'])).toThrowError(error);
   });
 });
 

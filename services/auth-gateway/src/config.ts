@@ -403,25 +403,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   });
 }
 
-/** What an operator's command reads of the gateway's configuration: its clients' settings and the codes'. */
-const OperatorConfigSchema = Type.Pick(GatewayConfigSchema, ['env', 'log', 'database', 'redis', 'otp']);
-export type OperatorConfig = Pick<GatewayConfig, 'env' | 'log' | 'database' | 'redis' | 'otp'>;
+/** What an operator's command may read of the gateway's configuration besides its Redis. */
+export type OperatorSection = 'database' | 'otp';
+
+/** An operator's command's configuration: the gateway's settings of its logs and Redis, and of `S`. */
+export type OperatorConfig<S extends OperatorSection = never> = Pick<
+  GatewayConfig,
+  'env' | 'log' | 'redis' | S
+>;
 
 /**
- * The configuration of an operator's command (`sessions:end`, `limits:lift`): the gateway's variables it
- * reads, checked as a gateway checks them. Of the secrets production requires, only `OTP_SECRET`, and
- * only for a command that uses it: whoever ends sessions or lifts limits needs neither the signing key
- * nor the mail job key (nor, to lift, the database).
+ * The configuration of an operator's command (`sessions:end`, `limits:lift`): the gateway's variables
+ * of the sections it `reads`, checked as a gateway checks them, and no other. Of the secrets
+ * production requires, only `OTP_SECRET`, for a command that reads `otp`: neither needs the signing
+ * key nor the mail job key.
  */
-export function loadOperatorConfig(
+export function loadOperatorConfig<S extends OperatorSection>(
   env: NodeJS.ProcessEnv,
-  { otpSecret }: { otpSecret: boolean },
-): OperatorConfig {
-  const config = readConfig(OperatorConfigSchema, env);
-  if (otpSecret) requireInProduction(env, [['OTP_SECRET']]);
-  checkDatabaseUrl(config.database.url);
+  reads: readonly S[],
+): OperatorConfig<S> {
+  const sections = ['env', 'log', 'redis', ...reads] as const;
+  const config: Partial<Env> & Pick<Env, 'env' | 'log' | 'redis'> = readConfig(
+    Type.Pick(GatewayConfigSchema, sections),
+    env,
+  );
   checkRedisUrl(config.redis.url, config.redis.clusterNodes);
-  return Object.freeze({ ...config, otp: otpSettings(env, config.otp) });
+  if (config.database) checkDatabaseUrl(config.database.url);
+  if (config.otp) requireInProduction(env, [['OTP_SECRET']]);
+  return Object.freeze({
+    ...config,
+    ...(config.otp && { otp: otpSettings(env, config.otp) }),
+  }) as OperatorConfig<S>;
 }
 
 /** The code settings, checked; OTP_SECRET defaults to the development secret, which production refuses. */

@@ -12,7 +12,8 @@ import { isUuid } from './uuid.ts';
 
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--dry-run] [--json]
        sessions-cli.ts end --all [--started-before <time>] [--dry-run] [--json]
-Reads the gateway's DATABASE_URL and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), and no secret.
+Reads the gateway's DATABASE_* and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX); runs only where
+a gateway of that key prefix has run on that Redis in the last 5 minutes.
 --user ends every session of one account, and prints the account's id and address.
 --all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
 that failed the time it printed, so that running it again leaves the sessions started since.
@@ -54,8 +55,7 @@ export function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.
       name: 'sessions end',
       usage: USAGE,
       parse,
-      database: true,
-      otpSecret: false,
+      reads: ['database'],
       run: endSessions,
       sofar(error) {
         const done = (error as { report?: EndReport }).report;

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runSessionsCli } from '../src/sessions-cli.ts';
-import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
+import { bearer, body, post, signIn, startGateway, type TestGateway, toldItRuns } from './helpers.ts';
 
 // The operator's sign-out (`pnpm --filter @tessera/auth-gateway sessions:end`), run against the
 // Postgres and Redis of a running gateway, as the README's incident steps use it.
@@ -15,6 +15,7 @@ let gateway: TestGateway;
 let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   gateway = await startGateway();
+  await toldItRuns(gateway);
   const { config } = gateway;
   env = {
     APP_ENV: 'test',
@@ -204,6 +205,7 @@ describe('sessions:end --all, when Redis refuses to delete the keys', () => {
     // A Redis of the test's own: its users are the server's.
     redis = await startPrivateRedis();
     own = await startGateway({ REDIS_URL: redis.url });
+    await toldItRuns(own);
   });
   afterAll(async () => {
     await own?.close();
@@ -241,6 +243,21 @@ describe('sessions:end --all, when Redis refuses to delete the keys', () => {
     expect((await own.app.inject({ url: SESSIONS, headers: bearer(since.accessToken) })).statusCode).toBe(
       200,
     );
+  });
+});
+
+describe('sessions:end, pointed elsewhere than the gateways', () => {
+  it('ends nothing, and says so, on a Redis or key prefix where no gateway runs', async () => {
+    const session = await signIn(gateway.app, 'ulla@example.com');
+    expect(await sessionsEndWith({ REDIS_KEY_PREFIX: 'staging:' }, '--user', 'ulla@example.com')).toEqual({
+      code: 1,
+      out: '',
+      err:
+        'sessions end: no gateway ran on this Redis with REDIS_KEY_PREFIX "staging:" in the last 5 minutes: ' +
+        "give the command the gateways' REDIS_URL (REDIS_CLUSTER_NODES) and REDIS_KEY_PREFIX, and start a gateway first if none runs",
+    });
+    expect(await works(session.accessToken)).toBe(true);
+    expect(await refreshes(session.refreshToken)).toBe(true);
   });
 });
 
