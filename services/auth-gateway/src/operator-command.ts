@@ -3,7 +3,6 @@ import pino from 'pino';
 import { systemClock } from './clock.ts';
 import { loadOperatorConfig, type OperatorConfig, type OperatorSection } from './config.ts';
 import { loggerOptions } from './logging.ts';
-import { gatewaysRunning, OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
 
@@ -24,9 +23,8 @@ export interface OperatorCommand<Args, S extends OperatorSection> {
 /**
  * An operator's command on the gateway's own clients, read from the gateway's configuration (only
  * what it uses: see loadOperatorConfig), with their checks at start. Their log lines go to stderr, errors only: a gateway's warnings at start
- * (Redis's durability, …) are not the command's business (`LOG_LEVEL=debug` shows every line). It
- * runs only where a gateway of its Redis key prefix has run within minutes. Exit code: the command's,
- * 1 when a dependency or the configuration fails, or no gateway ran there (one line of its own on
+ * (Redis's durability, …) are not the command's business (`LOG_LEVEL=debug` shows every line). Exit
+ * code: the command's, 1 when a dependency or the configuration fails (one line of its own on
  * stderr), 2 on a usage error; `--help` prints the usage.
  */
 export async function runOperatorCommand<Args, S extends OperatorSection>(
@@ -55,14 +53,6 @@ export async function runOperatorCommand<Args, S extends OperatorSection>(
     if (database) await app.register(db, database);
     await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
     await app.ready();
-    // Keys under another Redis or prefix than the gateways' would be none of theirs: an ending that
-    // found no key would leave the access tokens working while it said it ended their sessions.
-    if (!(await gatewaysRunning(app.redis))) {
-      console.error(
-        `${command.name}: no gateway ran on this Redis with REDIS_KEY_PREFIX "${config.redis.keyPrefix}" in the last ${OTP_SECRET_WINDOW / 60} minutes: give the command the gateways' REDIS_URL (REDIS_CLUSTER_NODES) and REDIS_KEY_PREFIX, and start a gateway first if none runs`,
-      );
-      return 1;
-    }
     return await command.run(args, app, config);
   } catch (error) {
     const { message, cause } = error as Error;

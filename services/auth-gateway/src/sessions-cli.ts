@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { isCalendarTime } from './calendar.ts';
 import { systemClock } from './clock.ts';
+import type { OperatorConfig } from './config.ts';
 import { createActiveSessionStore } from './modules/sessions/active-sessions.store.ts';
 import { logoutEverywhere } from './modules/sessions/end.ts';
 import { openSessionCount, usersWithUnexpiredSessions } from './modules/sessions/sessions.repository.ts';
@@ -69,11 +70,24 @@ export function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.
   );
 }
 
-async function endSessions(args: ReturnType<typeof parse>, app: FastifyInstance): Promise<number> {
+async function endSessions(
+  args: ReturnType<typeof parse>,
+  app: FastifyInstance,
+  config: OperatorConfig<'database'>,
+): Promise<number> {
+  const activeSessions = createActiveSessionStore(app.redis);
+  let keysFound = 0;
   const end = logoutEverywhere({
     db: app.db,
     clock: systemClock,
-    activeSessions: createActiveSessionStore(app.redis),
+    activeSessions: {
+      ...activeSessions,
+      async remove(sessionIds) {
+        const removed = await activeSessions.remove(sessionIds);
+        keysFound += removed;
+        return removed;
+      },
+    },
     log: app.log,
   });
 
@@ -131,6 +145,15 @@ async function endSessions(args: ReturnType<typeof parse>, app: FastifyInstance)
         ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
         : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
   );
+  // A session it ended was open, so its key was where the gateways keep theirs: none found means
+  // another Redis or key prefix than theirs, whose ending leaves the access tokens working.
+  if (report.sessionsEnded > 0 && keysFound === 0) {
+    const again = report.startedBefore ? ` with --started-before ${report.startedBefore}` : '';
+    console.error(
+      `sessions end: ended ${report.sessionsEnded} ${report.sessionsEnded === 1 ? 'session' : 'sessions'} in Postgres, but none of their keys was on this Redis under REDIS_KEY_PREFIX "${config.redis.keyPrefix}": if the gateways keep theirs on another Redis or prefix, those access tokens work until they expire (if Redis lost them, they are refused already); run it again${again} with the gateways' REDIS_URL (REDIS_CLUSTER_NODES) and REDIS_KEY_PREFIX`,
+    );
+    return 1;
+  }
   return 0;
 }
 

@@ -657,14 +657,15 @@ describe('finalization', () => {
     const sweep = sweeper(app, clock, {
       ...store,
       async remove(sessionIds) {
-        await store.remove(sessionIds);
-        if (interleaved) return;
+        const removed = await store.remove(sessionIds);
+        if (interleaved) return removed;
         interleaved = true;
         const until = new Date(clock.now().getTime() + 3_600_000);
         for (const id of sessionIds) {
           await store.reserve(id, until, clock.now());
           await store.assign(id, ida.user._id, until, clock.now());
         }
+        return removed;
       },
     });
 
@@ -737,7 +738,9 @@ describe('finalization', () => {
     const store = createActiveSessionStore(app.redis);
     const sweep = sweeper(app, clock, {
       ...store,
-      async remove() {},
+      async remove() {
+        return 0;
+      },
     });
     expect(await sweep.finalizeDue(10)).toEqual([kay.user._id]);
     const erasedAt = clock.now();

@@ -5,11 +5,9 @@ import { createTestDatabase, createTestRedis } from '@tessera/testing';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { expect, vi } from 'vitest';
 import { type AppOptions, buildApp } from '../src/app.ts';
 import { type Clock, systemClock } from '../src/clock.ts';
 import { type GatewayConfig, loadConfig } from '../src/config.ts';
-import { gatewaysRunning } from '../src/modules/sign-in/otp-secret-check.ts';
 import { generateSigningKeyPem } from '../src/modules/tokens/keys.ts';
 
 export interface TestGateway {
@@ -47,17 +45,6 @@ export const envBeside = (gateway: TestGateway, env: Record<string, string> = {}
   ...GENEROUS_LIMITS,
   ...env,
 });
-
-/**
- * Starts `gateway`'s background work and resolves once it has told its Redis that it runs (its first
- * check), as an operator's command requires.
- */
-export async function toldItRuns(gateway: TestGateway): Promise<void> {
-  await gateway.app.ready();
-  await vi.waitFor(async () => expect(await gatewaysRunning(gateway.app.redis)).toBe(true), {
-    timeout: 10_000,
-  });
-}
 
 const SERVICE_DIR = fileURLToPath(new URL('..', import.meta.url));
 

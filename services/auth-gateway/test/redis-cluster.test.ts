@@ -12,7 +12,7 @@ import {
 } from '@tessera/testing';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { runLimitsCli } from '../src/limits-cli.ts';
-import { bearer, body, envBeside, post, startGateway, type TestGateway, toldItRuns } from './helpers.ts';
+import { bearer, body, envBeside, post, startGateway, type TestGateway } from './helpers.ts';
 
 // The gateway and a mailer on a Redis Cluster of three masters of this test's own, as
 // REDIS_CLUSTER_NODES selects it: each script, each multi-key command and the queue keep to one slot.
@@ -38,7 +38,6 @@ beforeAll(async () => {
     OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '3',
     RATE_LIMIT_MAX: '30',
   });
-  await toldItRuns(gateway);
   mailer = startService('mailer', {
     APP_ENV: 'test',
     LOG_LEVEL: 'warn',

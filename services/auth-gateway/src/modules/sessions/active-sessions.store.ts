@@ -46,12 +46,16 @@ export function createActiveSessionStore(redis: RedisClient) {
     },
     // One DEL per key: on a Redis Cluster the keys of one DEL must share a slot. A few hundred at a
     // time, so that the other requests' commands take turns with a user's thousands of sessions
-    // (a logout, an account's deletion) instead of queueing behind all of them.
-    async remove(sessionIds: string[]): Promise<void> {
+    // (a logout, an account's deletion) instead of queueing behind all of them. Answers how many
+    // keys there were.
+    async remove(sessionIds: string[]): Promise<number> {
+      let removed = 0;
       for (let at = 0; at < sessionIds.length; at += REMOVE_AT_ONCE)
-        await Promise.all(
+        for (const deleted of await Promise.all(
           sessionIds.slice(at, at + REMOVE_AT_ONCE).map((sessionId) => redis.del(key(sessionId))),
-        );
+        ))
+          removed += deleted;
+      return removed;
     },
   };
 }

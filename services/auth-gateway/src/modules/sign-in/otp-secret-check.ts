@@ -1,8 +1,7 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
-import type { RedisClient } from '@tessera/redis';
 import { meter } from '@tessera/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
-import { FLEET_KEY, type OtpStore } from './otp.store.ts';
+import type { OtpStore } from './otp.store.ts';
 
 const secretsSeen = meter.createGauge('tessera.otp.secrets', {
   description:
@@ -38,13 +37,4 @@ export function otpSecretCheck(otp: OtpStore, log: FastifyBaseLogger, windowSeco
         `the gateways of this Redis prefix ran with ${seen} different OTP_SECRETs in the last ${windowSeconds} seconds: a code sent through one is refused by another, and the sign-in limits are counted apart; give every gateway the same`,
       );
   };
-}
-
-/**
- * Whether a gateway of this client's key prefix ran on its Redis within the window: each tells it at
- * every check, and the key expires a window after the last. An operator's command given another
- * REDIS_URL or REDIS_KEY_PREFIX than the gateways' would find none of their keys.
- */
-export async function gatewaysRunning(redis: RedisClient): Promise<boolean> {
-  return (await redis.exists(FLEET_KEY)) === 1;
 }

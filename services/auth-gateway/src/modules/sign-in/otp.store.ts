@@ -131,9 +131,6 @@ return seen
 const HOUR = 3600;
 const DAY = 24 * HOUR;
 
-/** Where the gateways of a key prefix tell their `OTP_SECRET`s' fingerprints (otp-secret-check.ts). */
-export const FLEET_KEY = 'fleet:otp-secrets';
-
 /**
  * One-time codes in Redis, kept only as HMAC(secret, email + code), one live code per email, with
  * the send and failure limits of each email, inbox and client IP (API.md §7). The keys of one email
@@ -253,7 +250,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * (otp-secret-check.ts).
      */
     async secretsSeen(windowMs: number): Promise<number> {
-      return redis.otpSecretsSeen(FLEET_KEY, hmac('fleet', 'fingerprint').slice(0, 16), windowMs);
+      return redis.otpSecretsSeen('fleet:otp-secrets', hmac('fleet', 'fingerprint').slice(0, 16), windowMs);
     },
 
     /**
