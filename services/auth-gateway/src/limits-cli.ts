@@ -6,8 +6,7 @@ import { createOtpStore } from './modules/sign-in/otp.store.ts';
 import { runOperatorCommand } from './operator-command.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
-Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
-runs only where a gateway of that key prefix has run on that Redis in the last 5 minutes.
+Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits.
 Forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.`;
 

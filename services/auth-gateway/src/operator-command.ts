@@ -22,10 +22,10 @@ export interface OperatorCommand<Args, S extends OperatorSection> {
 
 /**
  * An operator's command on the gateway's own clients, read from the gateway's configuration (only
- * what it uses: see loadOperatorConfig), with their checks at start. Their log lines go to stderr, errors only: a gateway's warnings at start
- * (Redis's durability, …) are not the command's business (`LOG_LEVEL=debug` shows every line). Exit
- * code: the command's, 1 when a dependency or the configuration fails (one line of its own on
- * stderr), 2 on a usage error; `--help` prints the usage.
+ * what it uses: see loadOperatorConfig), with their checks at start. Their log lines go to stderr,
+ * errors only: a gateway's warnings at start (Redis's durability, …) are not the command's business
+ * (`LOG_LEVEL=debug` shows every line). Exit code: the command's, 1 when a dependency or the
+ * configuration fails (one line of its own on stderr), 2 on a usage error; `--help` prints the usage.
  */
 export async function runOperatorCommand<Args, S extends OperatorSection>(
   command: OperatorCommand<Args, S>,

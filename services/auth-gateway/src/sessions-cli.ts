@@ -13,8 +13,8 @@ import { isUuid } from './uuid.ts';
 
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--dry-run] [--json]
        sessions-cli.ts end --all [--started-before <time>] [--dry-run] [--json]
-Reads the gateway's DATABASE_* and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX); runs only where
-a gateway of that key prefix has run on that Redis in the last 5 minutes.
+Reads the gateway's DATABASE_* and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX). Finding none of
+the ended sessions' keys there (another Redis or prefix than the gateways'), it says so, with exit code 1.
 --user ends every session of one account, and prints the account's id and address.
 --all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
 that failed the time it printed, so that running it again leaves the sessions started since.

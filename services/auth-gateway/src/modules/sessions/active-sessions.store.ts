@@ -50,11 +50,11 @@ export function createActiveSessionStore(redis: RedisClient) {
     // keys there were.
     async remove(sessionIds: string[]): Promise<number> {
       let removed = 0;
-      for (let at = 0; at < sessionIds.length; at += REMOVE_AT_ONCE)
-        for (const deleted of await Promise.all(
-          sessionIds.slice(at, at + REMOVE_AT_ONCE).map((sessionId) => redis.del(key(sessionId))),
-        ))
-          removed += deleted;
+      for (let at = 0; at < sessionIds.length; at += REMOVE_AT_ONCE) {
+        const batch = sessionIds.slice(at, at + REMOVE_AT_ONCE);
+        const deleted = await Promise.all(batch.map((sessionId) => redis.del(key(sessionId))));
+        removed += deleted.reduce((sum, each) => sum + each, 0);
+      }
       return removed;
     },
   };
