@@ -3,10 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import type { OperatorConfig } from './config.ts';
 import { mailboxOf, normalizeEmail } from './modules/sign-in/email-address.ts';
 import { createOtpStore } from './modules/sign-in/otp.store.ts';
+import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
-Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits.
+Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
+refuses, with exit code 1, an OTP_SECRET that none of the gateways of that prefix ran with in the last 5 minutes.
 Forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.`;
 
@@ -30,6 +32,14 @@ async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config
     maxAttempts: config.otp.maxAttempts,
     limits: config.otp,
   });
+  // Keys are HMACs under OTP_SECRET: under another than the gateways', the lift would find nothing.
+  const { told, ours } = await otp.secretTold(OTP_SECRET_WINDOW * 1000);
+  if (told > 0 && !ours) {
+    console.error(
+      `limits lift: OTP_SECRET is not one the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command theirs`,
+    );
+    return 1;
+  }
   const email = normalizeEmail(args.email);
   const lifted = await otp.lift({ email, mailbox: mailboxOf(email) });
   const counted = `${count(lifted.wrongGuesses, 'wrong code')} in the last 24 hours and ${count(lifted.codesSent, 'code')} sent in the last hour`;

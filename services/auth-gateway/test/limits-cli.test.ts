@@ -15,6 +15,9 @@ beforeAll(async () => {
     OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '3',
     OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '2',
   });
+  // Its background work started, and its OTP_SECRET told, as a running gateway's is.
+  await gateway.app.ready();
+  await vi.waitFor(async () => expect(await gateway.app.redis.hlen('fleet:otp-secrets')).toBe(1));
 });
 afterAll(() => gateway?.close());
 
@@ -73,17 +76,32 @@ describe('limits:lift', () => {
     expect((await send('inbox@example.com')).statusCode).toBe(200);
   });
 
-  it("says it found nothing under another OTP_SECRET, whose keys are not the gateway's, and what to check", async () => {
+  it("refuses another OTP_SECRET than the gateways', under which none of their keys can be found", async () => {
     await lockOut('other-secret@example.com');
     const lifted = await limitsLift(['--email', 'other-secret@example.com'], {
       OTP_SECRET: 'another-otp-secret-that-is-long-enough-0123456789',
     });
+    expect(lifted).toEqual({
+      code: 1,
+      out: '',
+      err:
+        `limits lift: OTP_SECRET is not one the gateways of REDIS_KEY_PREFIX "${gateway.config.redis.keyPrefix}" ` +
+        'ran with in the last 5 minutes, so none of their keys can be found with it: give the command theirs',
+    });
+    expect((await send('other-secret@example.com')).statusCode).toBe(429);
+  });
+
+  it('says it found nothing under another key prefix, where no gateway told its secret, and what to check', async () => {
+    await lockOut('other-prefix@example.com');
+    const lifted = await limitsLift(['--email', 'other-prefix@example.com'], {
+      REDIS_KEY_PREFIX: 'staging:',
+    });
     expect(lifted).toMatchObject({ code: 0, err: '' });
     expect(lifted.out).toBe(
-      'nothing to lift for other-secret@example.com: no wrong codes in the last 24 hours and no codes ' +
+      'nothing to lift for other-prefix@example.com: no wrong codes in the last 24 hours and no codes ' +
         "sent in the last hour (if it is refused, check that OTP_SECRET and REDIS_KEY_PREFIX are the gateway's)",
     );
-    expect((await send('other-secret@example.com')).statusCode).toBe(429);
+    expect((await send('other-prefix@example.com')).statusCode).toBe(429);
   });
 });
 

@@ -36,6 +36,7 @@ declare module 'ioredis' {
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
     reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
     otpSecretsSeen(key: string, fingerprint: string, windowMs: number): Result<number, Context>;
+    otpSecretTold(key: string, fingerprint: string, windowMs: number): Result<[number, number], Context>;
   }
 }
 
@@ -128,6 +129,19 @@ redis.call('PEXPIRE', KEYS[1], window)
 return seen
 `;
 
+// The same, read only: how many were told within the window, and whether ARGV[1] was (1 or 0).
+const OTP_SECRET_TOLD = `${SLIDING_WINDOW_LUA}
+local now, window = now_ms(), tonumber(ARGV[2])
+local told, seen, ours = redis.call('HGETALL', KEYS[1]), 0, 0
+for i = 1, #told, 2 do
+  if tonumber(told[i + 1]) > now - window then
+    seen = seen + 1
+    if told[i] == ARGV[1] then ours = 1 end
+  end
+end
+return {seen, ours}
+`;
+
 const HOUR = 3600;
 const DAY = 24 * HOUR;
 
@@ -143,6 +157,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
   redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
   redis.defineCommand('otpSecretsSeen', { numberOfKeys: 1, lua: OTP_SECRETS_SEEN });
+  redis.defineCommand('otpSecretTold', { numberOfKeys: 1, lua: OTP_SECRET_TOLD });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -150,6 +165,9 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   const emailKey = (kind: string, email: string) => `{email:${hmac('key', email)}}:${kind}`;
   const ipKey = (kind: string, ip: string) => `{ip:${normalizeIP(ip)}}:${kind}`;
   const hashOf = (email: string, code: string) => hmac('code', `${email}\0${code}`);
+  // Where the gateways of this prefix tell their secrets' fingerprints: 64 bits of an HMAC under it.
+  const fleetKey = 'fleet:otp-secrets';
+  const fingerprint = hmac('fleet', 'fingerprint').slice(0, 16);
 
   const emailFailures = (email: string) => emailKey('failures', email);
   /** The send limits of an address: its cooldown, its inbox's hourly budget, its wrong guesses. */
@@ -250,7 +268,17 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * (otp-secret-check.ts).
      */
     async secretsSeen(windowMs: number): Promise<number> {
-      return redis.otpSecretsSeen('fleet:otp-secrets', hmac('fleet', 'fingerprint').slice(0, 16), windowMs);
+      return redis.otpSecretsSeen(fleetKey, fingerprint, windowMs);
+    },
+
+    /**
+     * The same, told nothing: how many `OTP_SECRET`s the gateways of this prefix told within
+     * `windowMs`, and whether this store's is one of them (an operator's command given another
+     * finds none of their keys).
+     */
+    async secretTold(windowMs: number): Promise<{ told: number; ours: boolean }> {
+      const [told, ours] = await redis.otpSecretTold(fleetKey, fingerprint, windowMs);
+      return { told, ours: ours === 1 };
     },
 
     /**
