@@ -7,15 +7,17 @@ import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
-Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
-refuses, with exit code 1, an OTP_SECRET that none of the gateways of that prefix ran with in the last 5 minutes.
+Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits.
+Where gateways of that prefix told that Redis their OTP_SECRETs in the last 5 minutes, it refuses (exit code 1) one
+that none of them ran with.
 Forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.`;
 
 /**
  * An operator's lift of one address's sign-in limits (package script `limits:lift`), for a user
  * locked out by someone else's wrong guesses. Exit code 0 when done, 1 when Redis or the
- * configuration fails (a line of its own on stderr), 2 on a usage error.
+ * configuration fails or its OTP_SECRET is none the gateways told (a line of its own on stderr), 2 on
+ * a usage error.
  */
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return runOperatorCommand(
@@ -36,7 +38,7 @@ async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config
   const { told, ours } = await otp.secretTold(OTP_SECRET_WINDOW * 1000);
   if (told > 0 && !ours) {
     console.error(
-      `limits lift: OTP_SECRET is not one the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command theirs`,
+      `limits lift: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" on this Redis ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant`,
     );
     return 1;
   }

@@ -13,8 +13,9 @@ import { isUuid } from './uuid.ts';
 
 const USAGE = `usage: sessions-cli.ts end --user <email or user id> [--dry-run] [--json]
        sessions-cli.ts end --all [--started-before <time>] [--dry-run] [--json]
-Reads the gateway's DATABASE_* and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX). Finding none of
-the ended sessions' keys there (another Redis or prefix than the gateways'), it says so, with exit code 1.
+Reads the gateway's DATABASE_* and Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), and prints how
+many keys (the access tokens' hold) it deleted there. Having ended sessions and found none of their keys (another Redis
+or prefix than the gateways', or Redis lost them), it says so, with exit code 1.
 --user ends every session of one account, and prints the account's id and address.
 --all ends the sessions started before it ran, or before --started-before (ISO 8601, with its offset): give a run
 that failed the time it printed, so that running it again leaves the sessions started since.
@@ -38,6 +39,8 @@ interface EndReport {
   email?: string;
   /** --all: the sessions started after it are left. */
   startedBefore?: string;
+  /** Redis keys of unexpired sessions deleted, ended now or before (a repair finds those a run left). */
+  keysDeleted?: number;
 }
 
 /**
@@ -46,9 +49,10 @@ interface EndReport {
  * Postgres, then the Redis keys of those unexpired sessions deleted (their access tokens refused),
  * each account's ending recorded as its `logout` event. As the user's own "log out everywhere" does
  * it, in that order: a key deleted first could come back with a refresh before the session had
- * ended. Running it again with the same cut-off repairs a run that Redis failed. Exit code 0 when
- * done, 1 when a dependency or the configuration fails (a line of its own on stderr, with how far
- * --all got and its cut-off), 2 on a usage error or an account not found.
+ * ended. Running it again with the same cut-off repairs a run that Redis failed. It says how many
+ * keys it deleted. Exit code 0 when done, 1 when a dependency or the configuration fails (a line of
+ * its own on stderr, with how far --all got and its cut-off) or when it ended sessions and found
+ * none of their keys, 2 on a usage error or an account not found.
  */
 export function runSessionsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return runOperatorCommand(
@@ -131,6 +135,7 @@ async function endSessions(
       if (failed) throw Object.assign(failed.reason as Error, { report });
     }
   }
+  if (!report.dryRun) report.keysDeleted = keysFound;
   const accounts = report.userId
     ? `account ${report.userId}, ${report.email}`
     : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
@@ -143,7 +148,7 @@ async function endSessions(
       ? JSON.stringify(report)
       : report.dryRun
         ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
-        : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff})`,
+        : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff}); keys deleted: ${keysFound}`,
   );
   // A session it ended was open, so its key was where the gateways keep theirs: none found means
   // another Redis or key prefix than theirs, whose ending leaves the access tokens working.

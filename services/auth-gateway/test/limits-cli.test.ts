@@ -17,7 +17,9 @@ beforeAll(async () => {
   });
   // Its background work started, and its OTP_SECRET told, as a running gateway's is.
   await gateway.app.ready();
-  await vi.waitFor(async () => expect(await gateway.app.redis.hlen('fleet:otp-secrets')).toBe(1));
+  await vi.waitFor(async () => expect(await gateway.app.redis.hlen('fleet:otp-secrets')).toBe(1), {
+    timeout: 10_000,
+  });
 });
 afterAll(() => gateway?.close());
 
@@ -85,8 +87,9 @@ describe('limits:lift', () => {
       code: 1,
       out: '',
       err:
-        `limits lift: OTP_SECRET is not one the gateways of REDIS_KEY_PREFIX "${gateway.config.redis.keyPrefix}" ` +
-        'ran with in the last 5 minutes, so none of their keys can be found with it: give the command theirs',
+        `limits lift: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${gateway.config.redis.keyPrefix}" ` +
+        'on this Redis ran with in the last 5 minutes, so none of their keys can be found with it: give the command ' +
+        'the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant',
     });
     expect((await send('other-secret@example.com')).statusCode).toBe(429);
   });

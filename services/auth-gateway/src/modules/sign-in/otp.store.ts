@@ -35,8 +35,12 @@ declare module 'ioredis' {
     verifyOtp(...args: (string | number)[]): Result<[string, number, number], Context>;
     storeOtp(key: string, hash: string, ttlSeconds: number): Result<unknown, Context>;
     reinstateOtp(key: string, hash: string, attempts: number, expiresAt: number): Result<unknown, Context>;
-    otpSecretsSeen(key: string, fingerprint: string, windowMs: number): Result<number, Context>;
-    otpSecretTold(key: string, fingerprint: string, windowMs: number): Result<[number, number], Context>;
+    otpSecretsTold(
+      key: string,
+      fingerprint: string,
+      windowMs: number,
+      tell: 0 | 1,
+    ): Result<[number, number], Context>;
   }
 }
 
@@ -116,29 +120,22 @@ export interface Recipient {
 }
 
 // The fingerprints of the OTP_SECRETs the gateways of this Redis prefix run with, each with when it
-// was last told (ms, by the Redis server's clock): records this one's, forgets those older than the
-// window, and answers how many are left.
-const OTP_SECRETS_SEEN = `${SLIDING_WINDOW_LUA}
-local now, window = now_ms(), tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], ARGV[1], now)
-local told, seen = redis.call('HGETALL', KEYS[1]), 0
-for i = 1, #told, 2 do
-  if tonumber(told[i + 1]) <= now - window then redis.call('HDEL', KEYS[1], told[i]) else seen = seen + 1 end
-end
-redis.call('PEXPIRE', KEYS[1], window)
-return seen
-`;
-
-// The same, read only: how many were told within the window, and whether ARGV[1] was (1 or 0).
-const OTP_SECRET_TOLD = `${SLIDING_WINDOW_LUA}
-local now, window = now_ms(), tonumber(ARGV[2])
+// was last told (ms, by the Redis server's clock). With ARGV[3] = 1, records this one's and forgets
+// those older than the window; else reads only. Answers how many were told within the window, and
+// whether this one was (1 or 0).
+const OTP_SECRETS_TOLD = `${SLIDING_WINDOW_LUA}
+local now, window, tell = now_ms(), tonumber(ARGV[2]), ARGV[3] == '1'
+if tell then redis.call('HSET', KEYS[1], ARGV[1], now) end
 local told, seen, ours = redis.call('HGETALL', KEYS[1]), 0, 0
 for i = 1, #told, 2 do
-  if tonumber(told[i + 1]) > now - window then
+  if tonumber(told[i + 1]) <= now - window then
+    if tell then redis.call('HDEL', KEYS[1], told[i]) end
+  else
     seen = seen + 1
     if told[i] == ARGV[1] then ours = 1 end
   end
 end
+if tell then redis.call('PEXPIRE', KEYS[1], window) end
 return {seen, ours}
 `;
 
@@ -156,8 +153,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   redis.defineCommand('verifyOtp', { numberOfKeys: 4, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
   redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
-  redis.defineCommand('otpSecretsSeen', { numberOfKeys: 1, lua: OTP_SECRETS_SEEN });
-  redis.defineCommand('otpSecretTold', { numberOfKeys: 1, lua: OTP_SECRET_TOLD });
+  redis.defineCommand('otpSecretsTold', { numberOfKeys: 1, lua: OTP_SECRETS_TOLD });
   const windows = createSlidingWindows(redis);
   const hmac = (purpose: string, value: string) =>
     createHmac('sha256', secret).update(`${purpose}\0${value}`).digest('hex');
@@ -268,16 +264,17 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * (otp-secret-check.ts).
      */
     async secretsSeen(windowMs: number): Promise<number> {
-      return redis.otpSecretsSeen(fleetKey, fingerprint, windowMs);
+      const [seen] = await redis.otpSecretsTold(fleetKey, fingerprint, windowMs, 1);
+      return seen;
     },
 
     /**
-     * The same, told nothing: how many `OTP_SECRET`s the gateways of this prefix told within
+     * The same, telling nothing: how many `OTP_SECRET`s the gateways of this prefix told within
      * `windowMs`, and whether this store's is one of them (an operator's command given another
      * finds none of their keys).
      */
     async secretTold(windowMs: number): Promise<{ told: number; ours: boolean }> {
-      const [told, ours] = await redis.otpSecretTold(fleetKey, fingerprint, windowMs);
+      const [told, ours] = await redis.otpSecretsTold(fleetKey, fingerprint, windowMs, 0);
       return { told, ours: ours === 1 };
     },
 
