@@ -28,12 +28,7 @@ export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config: OperatorConfig<'otp'>) {
-  const otp = createOtpStore(app.redis, {
-    secret: config.otp.secret,
-    ttlSeconds: config.otp.ttl,
-    maxAttempts: config.otp.maxAttempts,
-    limits: config.otp,
-  });
+  const otp = createOtpStore(app.redis, config.otp);
   // Keys are HMACs under OTP_SECRET: under another than the gateways', the lift would find nothing.
   const { told, ours } = await otp.secretTold(OTP_SECRET_WINDOW * 1000);
   if (told > 0 && !ours) {

@@ -80,12 +80,7 @@ export function createServices(
     grace: config.users.deletionGrace,
     requestCooldown: config.users.deletionRequestCooldown,
   });
-  const otp = createOtpStore(redis, {
-    secret: config.otp.secret,
-    ttlSeconds: config.otp.ttl,
-    maxAttempts: config.otp.maxAttempts,
-    limits: config.otp,
-  });
+  const otp = createOtpStore(redis, config.otp);
   const signIn = createSignInService({
     otp,
     enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys),

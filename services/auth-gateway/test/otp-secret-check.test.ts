@@ -56,12 +56,7 @@ const toldSince = (since: number) =>
   });
 
 const storeOf = (gateway: TestGateway, secret: string) =>
-  createOtpStore(gateway.app.redis, {
-    secret,
-    ttlSeconds: gateway.config.otp.ttl,
-    maxAttempts: gateway.config.otp.maxAttempts,
-    limits: gateway.config.otp,
-  });
+  createOtpStore(gateway.app.redis, { ...gateway.config.otp, secret });
 
 describe('one OTP_SECRET per fleet', () => {
   it('is quiet while the gateways agree, and warns, with a metric, once one runs with another', async () => {

@@ -104,11 +104,12 @@ interface OtpLimits {
   maxFailuresPerIpPerHour: number;
 }
 
-export interface OtpStoreOptions {
+/** The code settings, as the gateway's configuration holds them (`otp`). */
+export interface OtpStoreOptions extends OtpLimits {
   secret: string;
-  ttlSeconds: number;
+  /** Code lifetime, seconds. */
+  ttl: number;
   maxAttempts: number;
-  limits: OtpLimits;
 }
 
 export type OtpStore = ReturnType<typeof createOtpStore>;
@@ -149,7 +150,7 @@ const DAY = 24 * HOUR;
  * Redis Cluster slot.
  */
 export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
-  const { secret, ttlSeconds, maxAttempts, limits } = options;
+  const { secret, ttl, maxAttempts, ...limits } = options;
   redis.defineCommand('verifyOtp', { numberOfKeys: 4, lua: VERIFY_OTP });
   redis.defineCommand('storeOtp', { numberOfKeys: 1, lua: STORE_OTP });
   redis.defineCommand('reinstateOtp', { numberOfKeys: 1, lua: REINSTATE_OTP });
@@ -221,7 +222,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
   }
 
   async function store(email: string, code: string) {
-    await redis.storeOtp(emailKey('otp', email), hashOf(email, code), ttlSeconds);
+    await redis.storeOtp(emailKey('otp', email), hashOf(email, code), ttl);
   }
 
   return {
