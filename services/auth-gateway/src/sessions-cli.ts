@@ -79,19 +79,10 @@ async function endSessions(
   app: FastifyInstance,
   config: OperatorConfig<'database'>,
 ): Promise<number> {
-  const activeSessions = createActiveSessionStore(app.redis);
-  let keysFound = 0;
   const end = logoutEverywhere({
     db: app.db,
     clock: systemClock,
-    activeSessions: {
-      ...activeSessions,
-      async remove(sessionIds) {
-        const removed = await activeSessions.remove(sessionIds);
-        keysFound += removed;
-        return removed;
-      },
-    },
+    activeSessions: createActiveSessionStore(app.redis),
     log: app.log,
   });
 
@@ -107,13 +98,16 @@ async function endSessions(
       return 2;
     }
     const account = { userId: user.id, email: user.email };
-    report = args.dryRun
-      ? { ...(await dryRun(app.db, { userId: user.id })), users: 1, ...account }
-      : { users: 1, sessionsEnded: await end(user.id, OPERATOR), ...account };
+    if (args.dryRun) report = { ...(await dryRun(app.db, { userId: user.id })), users: 1, ...account };
+    else {
+      const { ended, keysDeleted } = await end(user.id, OPERATOR);
+      report = { users: 1, sessionsEnded: ended, ...account, keysDeleted };
+    }
   } else if (args.dryRun) {
     report = { ...(await dryRun(app.db, { startedBefore })), startedBefore: startedBefore.toISOString() };
   } else {
-    report = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString() };
+    const all = { users: 0, sessionsEnded: 0, startedBefore: startedBefore.toISOString(), keysDeleted: 0 };
+    report = all;
     let after: string | null = null;
     for (;;) {
       const users = await usersWithUnexpiredSessions(app.db, {
@@ -127,15 +121,15 @@ async function endSessions(
       const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR, startedBefore)));
       for (const each of ended)
         if (each.status === 'fulfilled') {
-          report.users += 1;
-          report.sessionsEnded += each.value;
+          all.users += 1;
+          all.sessionsEnded += each.value.ended;
+          all.keysDeleted += each.value.keysDeleted;
         }
       const failed = ended.find((each) => each.status === 'rejected');
       // Stops at the first failure, saying how far it got: running it again ends the rest.
-      if (failed) throw Object.assign(failed.reason as Error, { report });
+      if (failed) throw Object.assign(failed.reason as Error, { report: all });
     }
   }
-  if (!report.dryRun) report.keysDeleted = keysFound;
   const accounts = report.userId
     ? `account ${report.userId}, ${report.email}`
     : `${report.users} ${report.users === 1 ? 'account' : 'accounts'}`;
@@ -148,11 +142,11 @@ async function endSessions(
       ? JSON.stringify(report)
       : report.dryRun
         ? `sessions to end: ${report.sessionsToEnd} (${accounts}${cutoff}); a dry run, nothing ended${exactly}`
-        : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff}); keys deleted: ${keysFound}`,
+        : `sessions ended: ${report.sessionsEnded} (${accounts}${cutoff}); keys deleted: ${report.keysDeleted}`,
   );
   // A session it ended was open, so its key was where the gateways keep theirs: none found means
   // another Redis or key prefix than theirs, whose ending leaves the access tokens working.
-  if (report.sessionsEnded > 0 && keysFound === 0) {
+  if (report.sessionsEnded > 0 && report.keysDeleted === 0) {
     const again = report.startedBefore ? ` with --started-before ${report.startedBefore}` : '';
     console.error(
       `sessions end: ended ${report.sessionsEnded} ${report.sessionsEnded === 1 ? 'session' : 'sessions'} in Postgres, but none of their keys was on this Redis under REDIS_KEY_PREFIX "${config.redis.keyPrefix}": if the gateways keep theirs on another Redis or prefix, those access tokens work until they expire (if Redis lost them, they are refused already); run it again${again} with the gateways' REDIS_URL (REDIS_CLUSTER_NODES) and REDIS_KEY_PREFIX`,

@@ -114,7 +114,7 @@ export function endSessionById(context: SessionsContext) {
 
 /**
  * Ends every session of the user, with the `logout` event when it ended any, in one statement;
- * returns how many were open. An operator's command gives no address, and may leave the sessions
+ * returns how many were open, and how many Redis keys of its unexpired sessions it deleted. An operator's command gives no address, and may leave the sessions
  * started after `startedBefore`.
  */
 export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' | 'activeSessions' | 'log'>) {
@@ -123,14 +123,14 @@ export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' |
     userId: string,
     client: ClientInfo | { ipAddress: null; userAgent: string },
     startedBefore: Date | null = null,
-  ): Promise<number> => {
+  ): Promise<{ ended: number; keysDeleted: number }> => {
     const values = { userId, ...client, now: clock.now(), startedBefore };
     const { ended, unexpired } = await withEvent(context, 'logout', (event) =>
       repository.logoutEverywhere(db, values, event),
     );
     // Every unexpired session's key, not only those ended now: a retry repairs a failed delete.
-    await activeSessions.remove(unexpired);
+    const keysDeleted = await activeSessions.remove(unexpired);
     sessionsEnded.add(ended, { reason: 'logout' });
-    return ended;
+    return { ended, keysDeleted };
   };
 }

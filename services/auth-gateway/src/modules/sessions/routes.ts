@@ -25,7 +25,7 @@ const sessionsRoutes: FastifyPluginAsyncTypebox<{ sessions: Sessions }> = async 
   );
 
   app.post('/logout', { schema: logoutSchema, onRequest: authenticate }, async (request) => ({
-    revokedSessions: await sessions.logout(request.auth.sub, clientInfo(request)),
+    revokedSessions: (await sessions.logout(request.auth.sub, clientInfo(request))).ended,
   }));
 
   app.get('/sessions', { schema: listSessionsSchema, onRequest: authenticate }, async (request) => {
