@@ -20,7 +20,7 @@ import {
   type TestRedis,
 } from '@tessera/testing';
 import type { Redis } from 'ioredis';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -821,17 +821,16 @@ describe('finalization', () => {
     return { app, clock, user };
   }
 
+  /** Locks a user's security events in `holder`, as a transaction the erasure must wait for. */
+  const lockEventsOf = (holder: Transaction<Database>, userId: string) =>
+    holder.selectFrom('securityEvents').select('id').where('userId', '=', userId).forUpdate().execute();
+
   it('is not cut short by DATABASE_STATEMENT_TIMEOUT: an erasure that waits longer still happens', async () => {
     const { app, clock, user: ann } = await dueUnderShortTimeout('ann@example.com');
 
     // Her events held by another transaction for longer than a request's statement may run.
     const { sweeping } = await app.db.transaction().execute(async (holder) => {
-      await holder
-        .selectFrom('securityEvents')
-        .select('id')
-        .where('userId', '=', ann.user._id)
-        .forUpdate()
-        .execute();
+      await lockEventsOf(holder, ann.user._id);
       const sweep = sweeper(app, clock).finalizeDue(10);
       await eventually(
         waitingOnLocks(holder, 1, 1500),
@@ -852,12 +851,7 @@ describe('finalization', () => {
     // Her events held by another transaction for longer than a request's statement may run.
     let release = () => {};
     const held = app.db.transaction().execute(async (holder) => {
-      await holder
-        .selectFrom('securityEvents')
-        .select('id')
-        .where('userId', '=', bea.user._id)
-        .forUpdate()
-        .execute();
+      await lockEventsOf(holder, bea.user._id);
       await new Promise<void>((resolve) => {
         release = resolve;
       });
