@@ -162,6 +162,31 @@ const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionSto
     activeSessions,
   });
 
+/**
+ * Takes locks in a transaction of its own and holds them until `release`: resolves only once `lock` has
+ * run, so what the test starts next surely finds them taken.
+ */
+async function holding(db: Kysely<Database>, lock: (holder: Transaction<Database>) => Promise<unknown>) {
+  let locked = () => {};
+  let release = () => {};
+  const taken = new Promise<void>((resolve) => {
+    locked = resolve;
+  });
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const held = db.transaction().execute(async (holder) => {
+    await lock(holder);
+    locked();
+    await released;
+  });
+  await Promise.race([taken, held]);
+  return async () => {
+    release();
+    await held;
+  };
+}
+
 /** A check for `eventually`: at least `count` statements of the database wait on a lock, each for over `forMs`. */
 const waitingOnLocks =
   (db: Kysely<Database>, count: number, forMs = 0) =>
@@ -402,21 +427,16 @@ describe('requesting and cancelling a deletion', () => {
     const ida = await signIn(app, 'ida@example.com');
     await requestDeletion(app, ida.accessToken);
     clock.advance(GRACE);
-    let release = () => {};
-    const held = app.db.transaction().execute(async (trx) => {
-      await trx.selectFrom('users').select('id').where('id', '=', ida.user._id).forUpdate().execute();
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-    });
+    const release = await holding(app.db, (holder) =>
+      holder.selectFrom('users').select('id').where('id', '=', ida.user._id).forUpdate().execute(),
+    );
     const deletion = sweeper(app, clock);
     const erasing = deletion.finalizeDue(1, 'ida@example.com');
     try {
       await eventually(waitingOnLocks(app.db, 1), "the sign-in's erasure to wait for the account");
       expect(await deletion.finalizeDue(100)).not.toContain(ida.user._id);
     } finally {
-      release();
-      await held;
+      await release();
     }
     expect(await erasing).toEqual([ida.user._id]);
     const again = await signIn(app, 'ida@example.com');
@@ -849,19 +869,12 @@ describe('finalization', () => {
     const verify = () => post(app, '/api/v1/auth/verify-otp-email', { email: 'bea@example.com', code });
 
     // Her events held by another transaction for longer than a request's statement may run.
-    let release = () => {};
-    const held = app.db.transaction().execute(async (holder) => {
-      await lockEventsOf(holder, bea.user._id);
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-    });
+    const release = await holding(app.db, (holder) => lockEventsOf(holder, bea.user._id));
     let refused: Awaited<ReturnType<typeof verify>>;
     try {
       refused = await verify();
     } finally {
-      release();
-      await held;
+      await release();
     }
     expect(refused.statusCode).toBe(503);
     expect(refused.headers['retry-after']).toBeDefined();
