@@ -31,6 +31,16 @@ function classifyRejection(command: Command): void {
   command.reject = (error) => reject(classify(error));
 }
 
+/**
+ * Whether an error is the connection's rather than a command's: a socket's (reset, refused, timed
+ * out: Node's errors name their system call), ioredis's on a closed connection, or a command's
+ * rejected by an outage.
+ */
+export const isConnectionError = (error: Error): boolean =>
+  error instanceof DependencyUnavailableError ||
+  'syscall' in error ||
+  error.message === 'Connection is closed.';
+
 /** A client whose commands reject with DependencyUnavailableError on an outage. */
 class ClassifyingRedis extends Redis {
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {

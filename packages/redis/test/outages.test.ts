@@ -1,6 +1,6 @@
 import { type PrivateRedis, startPrivateRedis, waitUntil } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { closeRedis, createRedis, reportOutages } from '../src/index.ts';
+import { closeRedis, createRedis, isConnectionError, reportOutages } from '../src/index.ts';
 
 let server: PrivateRedis;
 beforeAll(async () => {
@@ -32,6 +32,30 @@ it('tells an outage once, its reconnection attempts at debug, and its end', asyn
     expect(told[0]?.message).toBe('Redis connection error');
     expect(await client.ping()).toBe('PONG');
   } finally {
+    await closeRedis(client);
+  }
+});
+
+it("tells a connection's errors from a command's", async () => {
+  const errors: Error[] = [];
+  const client = createRedis({ url: server.url, clusterNodes: '' }, 'commands', (err) => errors.push(err));
+  await client.connect();
+  try {
+    // The server's answer to a command is the command's, and so is a bug's error.
+    const refused = await client.call('NO-SUCH-COMMAND').catch((error: Error) => error);
+    expect(refused).toBeInstanceOf(Error);
+    expect(isConnectionError(refused as Error)).toBe(false);
+    expect(isConnectionError(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBe(
+      false,
+    );
+
+    await server.stop();
+    await waitUntil('the connection refused', () => errors.length > 0);
+    expect(errors.every(isConnectionError)).toBe(true);
+    const unanswered = await client.ping().catch((error: Error) => error);
+    expect(isConnectionError(unanswered as Error)).toBe(true);
+  } finally {
+    await server.start();
     await closeRedis(client);
   }
 });

@@ -13,6 +13,7 @@ import {
 import {
   closeRedis,
   createRedis,
+  isConnectionError,
   type RedisClient,
   type RedisTarget,
   reportOutages,
@@ -239,11 +240,12 @@ export function createMailWorker({
         logger.error({ err, jobId: job.id }, 'could not redact a failed job');
       });
   });
-  // An error of its connections while Redis is away is the outage's, told once (reportOutages).
+  // An error of its connections is the outage's, told once (reportOutages), even when it comes before
+  // the connection knows it is lost (a reset).
   worker.on('error', (err) => {
     if (isRefused(err)) return onRefused(err);
-    if (connection.status === 'ready') logger.error({ err }, 'mail worker error');
-    else logger.debug({ err }, 'mail worker error');
+    if (isConnectionError(err) || connection.status !== 'ready') logger.debug({ err }, 'mail worker error');
+    else logger.error({ err }, 'mail worker error');
   });
 
   // For readiness and the queue gauge: a connection that fails at once while Redis is away, instead of

@@ -16,6 +16,7 @@ import {
   type SmtpSink,
   startPrivateRedis,
   startSmtpSink,
+  startTcpProxy,
   type TestRedis,
 } from '@tessera/testing';
 import { Queue } from 'bullmq';
@@ -198,5 +199,36 @@ it('says it is ready only once Redis answers, when it starts before Redis, and t
     expect(await mailer.exited, log()).toBe(0);
   } finally {
     await late.remove();
+  }
+}, 30_000);
+
+it('takes a reset of its Redis connections for a short outage: one warning and its end, no error, and it sends on', async () => {
+  // The connections reset (RST), as a load balancer or a crashed server's host does, while Redis runs on.
+  const proxy = await startTcpProxy(redis.url);
+  try {
+    const from = output.length;
+    const log = () => output.slice(from).join('');
+    const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
+    await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
+    // The worker's connection, its blocking one, and the queue's probe.
+    await until(() => proxy.connections() >= 3, 'the mailer to open its connections');
+    proxy.reset();
+    await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
+
+    const to = 'after.reset@example.com';
+    const keys = parseMailJobKeys(MAIL_JOB_KEY);
+    await queue.add(
+      SEND_OTP_JOB,
+      { to, sealedCode: sealCode('4242', to, keys), expiresAt: new Date(Date.now() + 60_000).toISOString() },
+      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-0000000a4242') },
+    );
+    await until(() => sink.messages.some((mail) => mail.to.includes(to)), 'the email queued after the reset');
+
+    expect(log().match(/"msg":"Redis connection error"/g)).toHaveLength(1);
+    expect(log()).not.toContain('"level":50');
+    mailer.child.kill('SIGTERM');
+    expect(await mailer.exited, log()).toBe(0);
+  } finally {
+    await proxy.close();
   }
 }, 30_000);

@@ -1,0 +1,52 @@
+import { once } from 'node:events';
+import net from 'node:net';
+
+export interface TcpProxy {
+  /** `url` with its host and port replaced by the proxy's. */
+  through(url: string): string;
+  /** The connections open through it. */
+  connections(): number;
+  /** Resets every connection through it (RST), as a network fault or a load balancer does. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy in front of a server, to cut the connections of one client while the server runs on. */
+export async function startTcpProxy(target: string): Promise<TcpProxy> {
+  const { hostname, port } = new URL(target);
+  const clients = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      from.pipe(to);
+      from.on('error', () => to.destroy());
+      from.on('close', () => to.destroy());
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port: own } = server.address() as net.AddressInfo;
+  const proxy: TcpProxy = {
+    through(url) {
+      const proxied = new URL(url);
+      proxied.host = `127.0.0.1:${own}`;
+      return proxied.toString();
+    },
+    connections: () => clients.size,
+    reset() {
+      for (const client of clients) client.resetAndDestroy();
+    },
+    async close() {
+      proxy.reset();
+      const closed = once(server, 'close');
+      server.close();
+      await closed;
+    },
+  };
+  return proxy;
+}
