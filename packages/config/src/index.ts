@@ -270,17 +270,18 @@ export function misspelledVariables(
   });
 }
 
+/** What a misspelled variable (`misspelledVariables`) is told as. */
+export const misspelling = ({ name, meant }: { name: string; meant: string }): string =>
+  `${name} is no setting of Tessera and is ignored: did you mean ${meant}?`;
+
 /** Warns once per misspelled variable (`misspelledVariables`), in the service's own log. */
 export function warnMisspelledVariables(
   log: { warn(fields: object, message: string): void },
   schema: TObject,
   env: NodeJS.ProcessEnv,
 ): void {
-  for (const { name, meant } of misspelledVariables(schema, env))
-    log.warn(
-      { variable: name, meant },
-      `${name} is no setting of Tessera and is ignored: did you mean ${meant}?`,
-    );
+  for (const variable of misspelledVariables(schema, env))
+    log.warn({ variable: variable.name, meant: variable.meant }, misspelling(variable));
 }
 
 /** Production's non-negotiables: each group needs one of its variables set in the environment. */

@@ -1,7 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { configTable, misspelledVariables, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { GatewayConfigSchema, listenHost, loadConfig, loadOperatorConfig } from './config.ts';
+import {
+  GatewayConfigSchema,
+  listenHost,
+  loadConfig,
+  loadOperatorConfig,
+  misspelledOperatorVariables,
+} from './config.ts';
 
 const MAIL_JOB_KEY = `k1:${'A'.repeat(43)}=`;
 
@@ -322,6 +328,25 @@ describe('loadOperatorConfig', () => {
       [{ OTP_TTL: '60', OTP_RESEND_COOLDOWN: '120' }, 'OTP_RESEND_COOLDOWN must not be longer than OTP_TTL'],
     ] as const)
       expect(() => loadOperatorConfig({ ...production, ...env }, ['database', 'otp'])).toThrowError(error);
+  });
+});
+
+describe('misspelledOperatorVariables', () => {
+  it("names the misspellings of what the command reads, not of the gateway's other settings", () => {
+    const env = {
+      REDIS_KEY_PREFX: 'tessera:',
+      DATABASE_URI: 'postgres://db/tessera',
+      OTP_SECRT: 'x',
+      MAIL_JOB_KY: 'k',
+    };
+    expect(misspelledOperatorVariables(env, ['database'])).toEqual([
+      { name: 'REDIS_KEY_PREFX', meant: 'REDIS_KEY_PREFIX' },
+      { name: 'DATABASE_URI', meant: 'DATABASE_URL' },
+    ]);
+    expect(misspelledOperatorVariables(env, ['otp'])).toEqual([
+      { name: 'REDIS_KEY_PREFX', meant: 'REDIS_KEY_PREFIX' },
+      { name: 'OTP_SECRT', meant: 'OTP_SECRET' },
+    ]);
   });
 });
 

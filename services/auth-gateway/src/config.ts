@@ -7,11 +7,13 @@ import {
   checkQueueSettings,
   checkRedisUrl,
   isPostgresUrl,
+  misspelledVariables,
   parseSetting,
   readConfig,
   requireInProduction,
   shared,
   variable,
+  variablesOf,
 } from '@tessera/config';
 import { type MailJobKeys, parseMailJobKeys } from '@tessera/contracts';
 import { type Static, Type } from 'typebox';
@@ -422,11 +424,7 @@ export function loadOperatorConfig<S extends OperatorSection>(
   env: NodeJS.ProcessEnv,
   reads: readonly S[],
 ): OperatorConfig<S> {
-  const sections = ['env', 'log', 'redis', ...reads] as const;
-  const config: Partial<Env> & Pick<Env, 'env' | 'log' | 'redis'> = readConfig(
-    Type.Pick(GatewayConfigSchema, sections),
-    env,
-  );
+  const config: Partial<Env> & Pick<Env, 'env' | 'log' | 'redis'> = readConfig(operatorSchema(reads), env);
   checkRedisUrl(config.redis.url, config.redis.clusterNodes);
   if (config.database) checkDatabaseUrl(config.database.url);
   if (config.otp) requireInProduction(env, [['OTP_SECRET']]);
@@ -434,6 +432,18 @@ export function loadOperatorConfig<S extends OperatorSection>(
     ...config,
     ...(config.otp && { otp: otpSettings(env, config.otp) }),
   }) as OperatorConfig<S>;
+}
+
+const operatorSchema = (reads: readonly OperatorSection[]) =>
+  Type.Pick(GatewayConfigSchema, ['env', 'log', 'redis', ...reads]);
+
+/**
+ * The variables of `env` that look like a misspelling (`misspelledVariables`) of a setting an
+ * operator's command reads: ignored, they would have it act on other settings than the ones meant.
+ */
+export function misspelledOperatorVariables(env: NodeJS.ProcessEnv, reads: readonly OperatorSection[]) {
+  const read = new Set(variablesOf(operatorSchema(reads)).map(({ name }) => name));
+  return misspelledVariables(GatewayConfigSchema, env).filter(({ meant }) => read.has(meant));
 }
 
 /** The code settings, checked; OTP_SECRET defaults to the development secret, which production refuses. */

@@ -1,7 +1,13 @@
+import { misspelling } from '@tessera/config';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { systemClock } from './clock.ts';
-import { loadOperatorConfig, type OperatorConfig, type OperatorSection } from './config.ts';
+import {
+  loadOperatorConfig,
+  misspelledOperatorVariables,
+  type OperatorConfig,
+  type OperatorSection,
+} from './config.ts';
 import { loggerOptions } from './logging.ts';
 import db from './plugins/db.ts';
 import redis from './plugins/redis.ts';
@@ -26,6 +32,8 @@ export interface OperatorCommand<Args, S extends OperatorSection> {
  * errors only: a gateway's warnings at start (Redis's durability, …) are not the command's business
  * (`LOG_LEVEL=debug` shows every line). Exit code: the command's, 1 when a dependency or the
  * configuration fails (one line of its own on stderr), 2 on a usage error; `--help` prints the usage.
+ * A variable that looks like a misspelling of a setting it reads is told on stderr, as a gateway
+ * warns of it at start.
  */
 export async function runOperatorCommand<Args, S extends OperatorSection>(
   command: OperatorCommand<Args, S>,
@@ -46,6 +54,8 @@ export async function runOperatorCommand<Args, S extends OperatorSection>(
   let app: FastifyInstance | undefined;
   try {
     const config = loadOperatorConfig(env, command.reads);
+    for (const variable of misspelledOperatorVariables(env, command.reads))
+      console.error(`${command.name}: ${misspelling(variable)}`);
     const quiet = !['debug', 'trace', 'fatal', 'silent'].includes(config.log.level);
     const log = quiet ? { ...config.log, level: 'error' as const } : config.log;
     app = Fastify({ logger: loggerOptions({ ...config, log }, pino.destination(2)) });

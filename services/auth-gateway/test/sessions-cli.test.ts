@@ -275,6 +275,24 @@ describe("sessions:end, given another key prefix than the gateways'", () => {
   });
 });
 
+describe('sessions:end, given a misspelled setting', () => {
+  it('names it, as the gateway does at start, beside what it did without it', async () => {
+    const session = await signIn(gateway.app, 'vera@example.com');
+    const { code, err } = await sessionsEndWith(
+      { REDIS_KEY_PREFIX: undefined, REDIS_KEY_PREFX: env.REDIS_KEY_PREFIX },
+      '--user',
+      'vera@example.com',
+    );
+    expect(err.split('\n')[0]).toBe(
+      'sessions end: REDIS_KEY_PREFX is no setting of Tessera and is ignored: did you mean REDIS_KEY_PREFIX?',
+    );
+    // Run on the default prefix, it found none of the gateway's keys, and says so.
+    expect(code).toBe(1);
+    expect(err).toContain('none of their keys was on this Redis under REDIS_KEY_PREFIX "tessera:"');
+    expect(await works(session.accessToken)).toBe(true);
+  });
+});
+
 describe('sessions:end, misused', () => {
   it('answers 2 with the usage, touching nothing', async () => {
     for (const args of [[], ['--user', 'a@example.com', '--all']]) {
