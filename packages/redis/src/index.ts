@@ -191,6 +191,24 @@ export async function closeRedis(client: RedisClient): Promise<void> {
   });
 }
 
+/** Redis is not what its settings say: no retry mends it. */
+export class RedisSettingsError extends Error {
+  override name = 'RedisSettingsError';
+}
+
+/**
+ * Refuses a client of one server given a node of a Redis Cluster, which answers MOVED for the keys of
+ * its other nodes' slots: most requests would fail. INFO refused (an ACL) tells nothing.
+ */
+export async function refuseClusterNode(client: RedisClient): Promise<void> {
+  if (client instanceof Cluster) return;
+  const info = await client.info('cluster').catch(() => '');
+  if (/^cluster_enabled:1/m.test(info))
+    throw new RedisSettingsError(
+      'REDIS_URL is a node of a Redis Cluster, which answers MOVED for the keys of its other nodes: name them in REDIS_CLUSTER_NODES',
+    );
+}
+
 // What a Redis that holds the queue must be set to, so a restart or a full memory loses no job (and
 // `maxmemory`, which must be set, at some limit).
 const DURABLE = { appendonly: 'yes', appendfsync: 'everysec', 'maxmemory-policy': 'noeviction' } as const;

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SEND_OTP_JOB } from '@tessera/contracts';
 import { closeRedis, createRedis, durabilityProblems } from '@tessera/redis';
@@ -149,5 +150,40 @@ describe('on a Redis Cluster', () => {
     const age = Number(/^tessera_email_queue_oldest_waiting_seconds (\S+)$/m.exec(metrics)?.[1]);
     expect(age).toBeGreaterThanOrEqual(90);
     expect(age).toBeLessThan(120);
+  });
+});
+
+describe('one node of a Redis Cluster given as REDIS_URL alone', () => {
+  const MOVED =
+    'REDIS_URL is a node of a Redis Cluster, which answers MOVED for the keys of its other nodes: name them in REDIS_CLUSTER_NODES';
+  const oneNode = () => ({ REDIS_URL: `redis://${cluster.nodes.split(',')[0]}`, REDIS_CLUSTER_NODES: '' });
+
+  it('stops the gateway at start, where it would answer most requests 500', async () => {
+    await expect(startGateway(oneNode())).rejects.toThrow(MOVED);
+  });
+
+  it("stops an operator's command with that line", async () => {
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const env = { ...envBeside(gateway), ...oneNode() };
+      expect(await runLimitsCli(['lift', '--email', 'someone@example.com'], env)).toBe(1);
+      expect(err.mock.calls.join('\n')).toBe(`limits lift: ${MOVED}`);
+    } finally {
+      err.mockRestore();
+    }
+  });
+
+  it('stops the mailer, saying why', async () => {
+    const alone = startService('mailer', {
+      APP_ENV: 'test',
+      ...oneNode(),
+      BULLMQ_PREFIX: '{tessera-cluster-test}',
+      SMTP_URL: sink.url,
+      MAILER_METRICS_PORT: '0',
+    });
+    const [code] = (await once(alone.child, 'exit')) as [number | null];
+    expect(code, alone.output()).toBe(1);
+    expect(alone.output()).toContain(`"msg":"${MOVED}: stopping"`);
+    expect(alone.output()).not.toContain('mailer ready');
   });
 });

@@ -1,5 +1,6 @@
 import { flushCompileCache } from 'node:module';
 import { loadOrExit, startOrExit, warnMisspelledVariables } from '@tessera/config';
+import { RedisSettingsError } from '@tessera/redis';
 import {
   closeGracefully,
   type OperationsServer,
@@ -29,21 +30,25 @@ const logger = pino({
 warnMisspelledVariables(logger, MailerConfigSchema, process.env);
 const transport = createTransport(config);
 let refused = false;
+/**
+ * Stops for what no retry mends, saying why. Started again (by the orchestrator) once it is fixed;
+ * until then it says why on every start. The jobs in flight finish first, as on SIGTERM.
+ */
+function cannotGoOn(fields: object, message: string) {
+  if (refused) return;
+  refused = true;
+  logger.fatal(fields, message);
+  stop();
+}
 const mailWorker = createMailWorker({
   config,
   transport,
   logger,
-  // Started again (by the orchestrator) once the ACL is fixed; until then it says why on every start.
-  // The jobs in flight finish first, as on SIGTERM.
-  onRefused(error) {
-    if (refused) return;
-    refused = true;
-    logger.fatal(
+  onRefused: (error) =>
+    cannotGoOn(
       { reason: error.message },
       'Redis refuses the mailer a command or key it needs (its ACL): stopping (README, Operations: Least privilege)',
-    );
-    stop();
-  },
+    ),
 });
 let operations: OperationsServer | undefined;
 
@@ -94,9 +99,11 @@ logger.info(
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
 mailWorker
   .connected()
-  .then(() => {
-    if (refused) return;
-    logger.info('mailer ready');
-    return mailWorker.checkRedis();
+  .then(() => mailWorker.checkRedis())
+  .catch((err: unknown) => {
+    if (err instanceof RedisSettingsError) return cannotGoOn({}, `${err.message}: stopping`);
+    logger.warn({ err }, "Redis's durability and clock not checked");
   })
-  .catch((err: unknown) => logger.warn({ err }, "Redis's durability and clock not checked"));
+  .then(() => {
+    if (!refused) logger.info('mailer ready');
+  });

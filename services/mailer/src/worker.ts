@@ -16,6 +16,7 @@ import {
   isConnectionError,
   type RedisClient,
   type RedisTarget,
+  refuseClusterNode,
   reportOutages,
   warnIfClockDiffers,
   warnIfNotDurable,
@@ -267,11 +268,13 @@ export function createMailWorker({
       if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
     },
     /**
-     * Once Redis answers: a warning when it is set up to lose queued emails, and one when this host's
-     * clock is not Redis's (README, Operations).
+     * Once Redis answers: a RedisSettingsError when REDIS_URL is a node of a Redis Cluster; a warning
+     * when it is set up to lose queued emails, and one when this host's clock is not Redis's (README,
+     * Operations).
      */
     async checkRedis(): Promise<void> {
       await this.connected();
+      await refuseClusterNode(probe);
       await warnIfNotDurable(probe, logger);
       await warnIfClockDiffers(probe, logger, () => now().getTime());
     },

@@ -4,6 +4,7 @@ import {
   createRedis,
   type RedisClient,
   type RedisTarget,
+  refuseClusterNode,
   reportOutages,
   warnIfClockDiffers,
   warnIfNotDurable,
@@ -39,6 +40,7 @@ export default fp<RedisTarget & { keyPrefix: string; now: () => number }>(
     await redis.connect().catch((error: Error) => {
       throw new DependencyUnavailableError('redis', { cause: lastError ?? error });
     });
+    await refuseClusterNode(redis);
     await warnIfNotDurable(redis, app.log);
     await warnIfClockDiffers(redis, app.log, now);
   },
