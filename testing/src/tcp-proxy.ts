@@ -6,7 +6,10 @@ export interface TcpProxy {
   through(url: string): string;
   /** The connections open through it. */
   connections(): number;
-  /** Resets every connection through it (RST), as a network fault or a load balancer does. */
+  /**
+   * Resets every connection through it, as a network fault or a load balancer does: the client gets
+   * an RST, the server a FIN.
+   */
   reset(): void;
   close(): Promise<void>;
 }

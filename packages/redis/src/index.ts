@@ -32,14 +32,15 @@ function classifyRejection(command: Command): void {
 }
 
 /**
- * Whether an error is the connection's rather than a command's: a socket's (reset, refused, timed
- * out: Node's errors name their system call), ioredis's on a closed connection, or a command's
- * rejected by an outage.
+ * Whether an error is the connection's rather than the server's answer: a socket's (reset, refused,
+ * timed out: Node's errors name their system call), ioredis's on a closed connection, or a command's
+ * rejected for want of a connection. A full Redis's OOM (a reply, if one that `classify` calls
+ * unavailable) is not: the connection stays up and reports nothing.
  */
-export const isConnectionError = (error: Error): boolean =>
-  error instanceof DependencyUnavailableError ||
-  'syscall' in error ||
-  error.message === 'Connection is closed.';
+export function isConnectionError(error: Error): boolean {
+  if (error instanceof DependencyUnavailableError) return !(error.cause instanceof ReplyError);
+  return 'syscall' in error || error.message === 'Connection is closed.';
+}
 
 /** A client whose commands reject with DependencyUnavailableError on an outage. */
 class ClassifyingRedis extends Redis {

@@ -48,6 +48,12 @@ it("tells a connection's errors from a command's", async () => {
     expect(isConnectionError(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBe(
       false,
     );
+    // A full Redis refuses writes on a connection that stays up: its OOM must not pass for an outage's.
+    await client.config('SET', 'maxmemory', '1');
+    const full = await client.set('outages:full', 'x').catch((error: Error) => error);
+    expect((full as Error).message).toMatch(/unavailable/);
+    expect(isConnectionError(full as Error)).toBe(false);
+    await client.config('SET', 'maxmemory', '0');
 
     await server.stop();
     await waitUntil('the connection refused', () => errors.length > 0);
