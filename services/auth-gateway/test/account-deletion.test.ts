@@ -1104,7 +1104,7 @@ describe('emails', () => {
       clock.advance(60);
       await cancelDeletion(app, mona.accessToken);
     } finally {
-      worker.resume();
+      await worker.resume();
     }
 
     await mailTo('mona@example.com', 'Your Tessera account will not be deleted');

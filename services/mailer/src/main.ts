@@ -97,7 +97,7 @@ logger.info(
   'mailer started',
 );
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
-mailWorker
+void mailWorker
   .connected()
   .then(() => mailWorker.checkRedis())
   .catch((err: unknown) => {
