@@ -53,9 +53,10 @@ export async function runOperatorCommand<Args, S extends OperatorSection>(
   }
   let app: FastifyInstance | undefined;
   try {
-    const config = loadOperatorConfig(env, command.reads);
+    // First: the configuration's error may be the misspelling's.
     for (const variable of misspelledOperatorVariables(env, command.reads))
       console.error(`${command.name}: ${misspelling(variable)}`);
+    const config = loadOperatorConfig(env, command.reads);
     const quiet = !['debug', 'trace', 'fatal', 'silent'].includes(config.log.level);
     const log = quiet ? { ...config.log, level: 'error' as const } : config.log;
     app = Fastify({ logger: loggerOptions({ ...config, log }, pino.destination(2)) });

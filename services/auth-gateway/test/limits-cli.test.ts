@@ -126,6 +126,16 @@ describe('limits:lift in production', () => {
       out: '',
       err: 'limits lift: Invalid configuration: OTP_SECRET is required when APP_ENV=production',
     });
+    // Misspelled, it is named before the refusal it causes.
+    const misspelled = await limitsLift(['--email', 'production@example.com'], {
+      ...production,
+      OTP_SECRET: undefined,
+      OTP_SECRT: 'a-secret-of-forty-characters-0123456789',
+    });
+    expect(misspelled.err.split('\n')).toEqual([
+      'limits lift: OTP_SECRT is no setting of Tessera and is ignored: did you mean OTP_SECRET?',
+      'limits lift: Invalid configuration: OTP_SECRET is required when APP_ENV=production',
+    ]);
   });
 });
 

@@ -185,5 +185,7 @@ describe('one node of a Redis Cluster given as REDIS_URL alone', () => {
     expect(code, alone.output()).toBe(1);
     expect(alone.output()).toContain(`"msg":"${MOVED}: stopping"`);
     expect(alone.output()).not.toContain('mailer ready');
+    // Its worker took no job and met no MOVED: the line above is all it says.
+    expect(alone.output()).not.toContain('"level":50');
   });
 });

@@ -99,7 +99,7 @@ logger.info(
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
 void mailWorker
   .connected()
-  .then(() => mailWorker.checkRedis())
+  .then(() => (refused ? undefined : mailWorker.checkRedis()))
   .catch((err: unknown) => {
     if (err instanceof RedisSettingsError) return cannotGoOn({}, `${err.message}: stopping`);
     logger.warn({ err }, "Redis's durability and clock not checked");
