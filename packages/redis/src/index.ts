@@ -197,44 +197,19 @@ export class RedisSettingsError extends Error {
   override name = 'RedisSettingsError';
 }
 
-const SLOTS = 16384;
-
-/** How many slots the node that answered `CLUSTER NODES` serves as a master, read from its own line. */
-function ownSlots(nodes: string): number {
-  const own = nodes
-    .split('\n')
-    .map((line) => line.trim().split(' '))
-    .find((fields) => fields[2]?.split(',').includes('myself'));
-  if (!own?.[2]?.split(',').includes('master')) return 0;
-  // From the ninth field: `0-5460` or `5461`; `[…]` is a slot on its way in or out.
-  return own
-    .slice(8)
-    .filter((range) => !range.startsWith('['))
-    .reduce((sum, range) => {
-      const [from = 0, to = from] = range.split('-').map(Number);
-      return sum + to - from + 1;
-    }, 0);
-}
-
 /**
- * Refuses a client of one server given a node of a Redis Cluster whose other nodes serve some of the
- * slots (or a replica): it answers MOVED for their keys, and most requests would fail. The master of
- * a cluster of one shard serves every key itself. What the server will not tell (an ACL, a proxy)
- * refuses nothing.
+ * Refuses a client of one server given a node of a Redis Cluster: there it meets MOVED for the keys
+ * of the other nodes' slots, and CROSSSLOT where one command spans slots, so most requests would
+ * fail; a cluster, even of one shard, is named in REDIS_CLUSTER_NODES. A server that will not say
+ * (INFO refused, no answer in time) is taken for what its settings say.
  */
 export async function refuseClusterNode(client: RedisClient): Promise<void> {
   if (client instanceof Cluster) return;
-  const ask = (...args: [string, ...string[]]) =>
-    client.call(...args).then(String, (error: Error) => {
-      if (isConnectionError(error)) throw error;
-      return '';
-    });
-  if (!/^cluster_enabled:1/m.test(await ask('INFO', 'cluster'))) return;
-  const nodes = await ask('CLUSTER', 'NODES');
-  if (nodes === '' || ownSlots(nodes) === SLOTS) return;
-  throw new RedisSettingsError(
-    'REDIS_URL is a node of a Redis Cluster, which answers MOVED for the keys of its other nodes: name them in REDIS_CLUSTER_NODES',
-  );
+  const info = await client.info('cluster').catch(() => '');
+  if (/^cluster_enabled:1/m.test(info))
+    throw new RedisSettingsError(
+      'REDIS_URL is a node of a Redis Cluster, which a client of one server cannot use (MOVED, CROSSSLOT): name its nodes in REDIS_CLUSTER_NODES',
+    );
 }
 
 // What a Redis that holds the queue must be set to, so a restart or a full memory loses no job (and

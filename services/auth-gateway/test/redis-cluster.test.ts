@@ -155,7 +155,7 @@ describe('on a Redis Cluster', () => {
 
 describe('one node of a Redis Cluster given as REDIS_URL alone', () => {
   const MOVED =
-    'REDIS_URL is a node of a Redis Cluster, which answers MOVED for the keys of its other nodes: name them in REDIS_CLUSTER_NODES';
+    'REDIS_URL is a node of a Redis Cluster, which a client of one server cannot use (MOVED, CROSSSLOT): name its nodes in REDIS_CLUSTER_NODES';
   const oneNode = () => ({ REDIS_URL: `redis://${cluster.nodes.split(',')[0]}`, REDIS_CLUSTER_NODES: '' });
 
   it('stops the gateway at start, where it would answer most requests 500', async () => {
@@ -185,7 +185,5 @@ describe('one node of a Redis Cluster given as REDIS_URL alone', () => {
     expect(code, alone.output()).toBe(1);
     expect(alone.output()).toContain(`"msg":"${MOVED}: stopping"`);
     expect(alone.output()).not.toContain('mailer ready');
-    // Its worker took no job and met no MOVED: the line above is all it says.
-    expect(alone.output()).not.toContain('"level":50');
   });
 });

@@ -221,8 +221,6 @@ export function createMailWorker({
       settings: { backoffStrategy: (retry: number) => backoffDelay(retry, backoff) },
       // A job's span continues the trace of the request that queued it.
       telemetry: bullmqTelemetry(),
-      // Run once Redis is known to be what its settings say (below).
-      autorun: false,
     },
   );
 
@@ -258,17 +256,6 @@ export function createMailWorker({
   // The worker already reports Redis errors.
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
   const stopObserving = observeQueueJobs(queue, probe);
-  const connected = async () => {
-    if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
-  };
-  // Jobs are taken once Redis answers and is no node of a Redis Cluster given alone, which would
-  // answer MOVED: checkRedis tells that refusal.
-  const started = connected()
-    .then(() => refuseClusterNode(probe))
-    .then(() => {
-      worker.run().catch((err: Error) => worker.emit('error', err));
-    });
-  started.catch(() => {});
 
   return {
     worker,
@@ -277,14 +264,17 @@ export function createMailWorker({
       await probe.ping();
     },
     /** Resolves once Redis answers (the readiness check reports it meanwhile). */
-    connected,
+    async connected(): Promise<void> {
+      if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));
+    },
     /**
-     * Once Redis answers: a RedisSettingsError when REDIS_URL is a node of a Redis Cluster given alone
-     * (the worker takes no job then); a warning when it is set up to lose queued emails, and one when
-     * this host's clock is not Redis's (README, Operations).
+     * Once Redis answers: a RedisSettingsError when REDIS_URL is a node of a Redis Cluster; a warning
+     * when it is set up to lose queued emails, and one when this host's clock is not Redis's (README,
+     * Operations).
      */
     async checkRedis(): Promise<void> {
-      await started;
+      await this.connected();
+      await refuseClusterNode(probe);
       await warnIfNotDurable(probe, logger);
       await warnIfClockDiffers(probe, logger, () => now().getTime());
     },
