@@ -242,10 +242,13 @@ export function createMailWorker({
       });
   });
   // An error of its connections is the outage's, told once (reportOutages), even when it comes before
-  // the connection knows it is lost (a reset).
+  // the connection knows it is lost (a reset). On a node of a Redis Cluster given alone, its errors
+  // (MOVED, CLUSTERDOWN) are checkRedis's refusal's, told once.
+  let onClusterNode = false;
   worker.on('error', (err) => {
     if (isRefused(err)) return onRefused(err);
-    if (isConnectionError(err) || connection.status !== 'ready') logger.debug({ err }, 'mail worker error');
+    if (onClusterNode || isConnectionError(err) || connection.status !== 'ready')
+      logger.debug({ err }, 'mail worker error');
     else logger.error({ err }, 'mail worker error');
   });
 
@@ -274,7 +277,10 @@ export function createMailWorker({
      */
     async checkRedis(): Promise<void> {
       await this.connected();
-      await refuseClusterNode(probe);
+      await refuseClusterNode(probe).catch((error: unknown) => {
+        onClusterNode = true;
+        throw error;
+      });
       await warnIfNotDurable(probe, logger);
       await warnIfClockDiffers(probe, logger, () => now().getTime());
     },
