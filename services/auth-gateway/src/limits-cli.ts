@@ -30,7 +30,7 @@ export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.en
 async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config: OperatorConfig<'otp'>) {
   const otp = createOtpStore(app.redis, config.otp);
   // Keys are HMACs under OTP_SECRET: under another than the gateways', the lift would find nothing.
-  const { told, ours } = await otp.secretTold(OTP_SECRET_WINDOW * 1000);
+  const { told, ours } = await otp.secretsTold(OTP_SECRET_WINDOW * 1000, false);
   if (told > 0 && !ours) {
     console.error(
       `limits lift: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" on this Redis ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant`,

@@ -114,8 +114,8 @@ export function endSessionById(context: SessionsContext) {
 
 /**
  * Ends every session of the user, with the `logout` event when it ended any, in one statement;
- * returns how many were open, and how many Redis keys of its unexpired sessions it deleted. An operator's command gives no address, and may leave the sessions
- * started after `startedBefore`.
+ * returns how many were open, and how many Redis keys of its unexpired sessions it deleted. An
+ * operator's command gives no address, and may leave the sessions started after `startedBefore`.
  */
 export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' | 'activeSessions' | 'log'>) {
   const { db, clock, activeSessions } = context;

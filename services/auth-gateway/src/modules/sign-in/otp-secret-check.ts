@@ -24,7 +24,7 @@ export function otpSecretCheck(otp: OtpStore, log: FastifyBaseLogger, windowSeco
   return async () => {
     let seen: number;
     try {
-      seen = await otp.secretsSeen(windowSeconds * 1000);
+      seen = (await otp.secretsTold(windowSeconds * 1000, true)).told;
     } catch (error) {
       // An outage is told once by the Redis client already; the next check after it tells again.
       if (error instanceof DependencyUnavailableError) return;

@@ -259,23 +259,14 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
-     * Tells the gateways of this Redis prefix that this one runs with its `OTP_SECRET` (by a
-     * fingerprint: 64 bits of an HMAC under it, kept in Redis and never logged), and answers how many
-     * different ones were told within `windowMs`: more than one splits the codes and the limits
-     * (otp-secret-check.ts).
+     * How many different `OTP_SECRET`s the gateways of this Redis prefix told within `windowMs` (by a
+     * fingerprint: 64 bits of an HMAC under it, kept in Redis and never logged), and whether this
+     * store's is one of them. With `tell`, this one's is told first, as each gateway's check does:
+     * more than one splits the codes and the limits (otp-secret-check.ts). Without, nothing is
+     * written: an operator's command given another secret would find none of their keys.
      */
-    async secretsSeen(windowMs: number): Promise<number> {
-      const [seen] = await redis.otpSecretsTold(fleetKey, fingerprint, windowMs, 1);
-      return seen;
-    },
-
-    /**
-     * The same, telling nothing: how many `OTP_SECRET`s the gateways of this prefix told within
-     * `windowMs`, and whether this store's is one of them (an operator's command given another
-     * finds none of their keys).
-     */
-    async secretTold(windowMs: number): Promise<{ told: number; ours: boolean }> {
-      const [told, ours] = await redis.otpSecretsTold(fleetKey, fingerprint, windowMs, 0);
+    async secretsTold(windowMs: number, tell: boolean): Promise<{ told: number; ours: boolean }> {
+      const [told, ours] = await redis.otpSecretsTold(fleetKey, fingerprint, windowMs, tell ? 1 : 0);
       return { told, ours: ours === 1 };
     },
 
