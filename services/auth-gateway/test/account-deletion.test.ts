@@ -95,7 +95,8 @@ async function gateway(
   const { lines: log, logStream } = capturedLog();
   const config = loadConfig({
     APP_ENV: 'test',
-    LOG_LEVEL: 'info',
+    // At debug, where a sweep's run tells its end.
+    LOG_LEVEL: 'debug',
     DATABASE_URL: on.database.url,
     REDIS_URL: on.redis.url,
     REDIS_KEY_PREFIX: on.redis.keyPrefix,
@@ -109,6 +110,13 @@ async function gateway(
   });
   const app = await buildApp(config, { clock, logStream, checkResponses: true });
   on.running.add(app);
+  // Its sweep at start has ended before the test moves the clock: only what the test makes due is.
+  await app.ready();
+  await eventually(
+    async () =>
+      log.some((line) => line.msg === 'sweep run ended' && line.sweep === 'account_deletion') || undefined,
+    "the gateway's start-up sweep",
+  );
   return { app, log };
 }
 
@@ -788,17 +796,9 @@ describe('finalization', () => {
 
   it('does not deadlock with a refresh that rotates a token of the account while the sweep runs', async () => {
     const clock = manualClock(new Date(START));
-    const { app, log } = await gateway(await deployment(), clock, {
+    const { app } = await gateway(await deployment(), clock, {
       ACCOUNT_DELETION_SWEEP_INTERVAL: '3600',
-      LOG_LEVEL: 'debug',
     });
-    // The gateway's own sweep at start, done before the deletion is due: only the sweep below takes it.
-    await app.ready();
-    await eventually(
-      async () =>
-        log.some((line) => line.msg === 'sweep run ended' && line.sweep === 'account_deletion') || undefined,
-      "the gateway's start-up sweep",
-    );
     const mary = await signIn(app, 'mary@example.com');
     expect((await requestDeletion(app, mary.accessToken)).statusCode).toBe(200);
     clock.advance(GRACE);
@@ -853,7 +853,9 @@ describe('finalization', () => {
       await lockEventsOf(holder, ann.user._id);
       const sweep = sweeper(app, clock).finalizeDue(10);
       await eventually(
-        waitingOnLocks(holder, 1, 1500),
+        // Each look on a connection of its own: in the holder's transaction, Postgres would show the
+        // same snapshot of the sessions at every look.
+        waitingOnLocks(app.db, 1, 1500),
         'the sweep to wait on a lock for longer than the statement timeout',
       );
       return { sweeping: sweep };
