@@ -37,10 +37,11 @@ export interface Fixed {
   baseBoundary?: string;
 }
 
-// What the fast path writes exactly as nodemailer would, unencoded and unfolded: a plain ASCII address;
+// What the fast path writes exactly as nodemailer would, unencoded and unfolded: a plain ASCII address
+// (a dot-atom, which nodemailer would quote otherwise, at a lower-case domain, which it would lower);
 // a subject of printable ASCII words (a quote or `=?` would be encoded); bodies of printable ASCII
 // lines not ending in whitespace (quoted-printable treats a trailing space specially).
-const PLAIN_ADDRESS = /^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$/;
+const PLAIN_ADDRESS = /^[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*@[a-z0-9-]+(?:\.[a-z0-9-]+)+$/;
 const PLAIN_SUBJECT = /^[\x21\x23-\x7e]+(?: [\x21\x23-\x7e]+)*$/;
 const PLAIN_BODY = /^[\x20-\x7e\n]*[\x21-\x7e\n]$/;
 const LONG_LINE = /^.{77,}/m;
