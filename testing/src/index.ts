@@ -18,5 +18,5 @@ export {
 export { type RedisCluster, startRedisCluster } from './redis-cluster.ts';
 export { mentionsCode } from './secrets.ts';
 export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
-export { type ReceivedMail, type SmtpSink, startSmtpSink } from './smtp-sink.ts';
+export { type ReceivedMail, type SmtpSink, type SmtpSinkOptions, startSmtpSink } from './smtp-sink.ts';
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';

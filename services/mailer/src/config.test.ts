@@ -101,6 +101,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it("refuses SMTP_URL's ?logger and ?debug, with which nodemailer prints whole emails and their codes", () => {
+    for (const option of ['logger', 'debug'])
+      expect(startupError({ SMTP_URL: `smtp://smtp.example.com:587/?${option}=true` })).toBe(
+        `Invalid configuration: SMTP_URL must not set ?${option}: nodemailer would print whole emails, codes included`,
+      );
+    expect(
+      loadConfig({ SMTP_URL: 'smtp://smtp.example.com:587/?logger=false&socketTimeout=60000' }).smtp.url,
+    ).toBe('smtp://smtp.example.com:587/?logger=false&socketTimeout=60000');
+  });
+
   it('names a MAIL_FROM that holds no address', () => {
     for (const from of ['Tessera', ' ', 'Tessera <no-reply>'])
       expect(startupError({ MAIL_FROM: from }), from).toMatch(

@@ -40,6 +40,9 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
     pool: true,
     maxConnections: config.smtp.maxConnections,
     maxMessages: config.smtp.maxMessages,
+    // A code is worth minutes: a server that hangs is left after seconds (nodemailer's defaults wait up
+    // to 10 minutes), and the job retried over another connection. SMTP_URL's query may say otherwise.
+    ...SMTP_TIMEOUTS,
   });
   const pool = smtp.transporter as unknown as PoolTransport;
   const build = createMimeBuilder(config.smtp.from);
@@ -64,6 +67,9 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
     close: () => smtp.close(),
   };
 }
+
+/** Milliseconds to connect, to be greeted, and that a connection may stay silent mid-conversation. */
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
 
 const NO_STARTTLS =
   'smtp offers no STARTTLS, and production sends no mail in clear text (unless SMTP_URL says ?requireTLS=false)';
@@ -92,7 +98,9 @@ function prebuilt({ envelope, messageId, raw }: RawMessage): PrebuiltMail {
   return {
     data: {},
     message: {
-      getEnvelope: () => envelope,
+      // A copy each time: nodemailer keeps a refused MAIL FROM's error on the envelope it is given, and
+      // the same object would fail the message again when the pool retries it over a new connection.
+      getEnvelope: () => ({ from: envelope.from, to: [...envelope.to] }),
       messageId: () => messageId,
       getHeader: (key) => (key.toLowerCase() === 'message-id' ? messageId : undefined),
       createReadStream: () => Readable.from([raw], { objectMode: false }),
