@@ -41,7 +41,8 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
     maxConnections: config.smtp.maxConnections,
     maxMessages: config.smtp.maxMessages,
     // A code is worth minutes: a server that hangs is left after seconds (nodemailer's defaults wait up
-    // to 10 minutes), and the job retried over another connection. SMTP_URL's query may say otherwise.
+    // to 10 minutes), and the job retried over another connection; an idle connection goes after as long,
+    // and the next email opens another. SMTP_URL's query may say otherwise.
     ...SMTP_TIMEOUTS,
   });
   const pool = smtp.transporter as unknown as PoolTransport;

@@ -49,3 +49,12 @@ it('leaves a server that stays silent after the message, and the job is retried'
   await expect(sending).rejects.not.toBeInstanceOf(UnrecoverableError);
   expect(sink.inFlight()).toBe(1);
 });
+
+it('sends the next email after its idle connection was left for its silence', async () => {
+  const { sink, transport } = await pooled({}, '&socketTimeout=300');
+  await deliver(transport, email('before@example.com'));
+  // Longer idle than the socket timeout: the pool drops that connection and opens another.
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  await deliver(transport, email('after@example.com'));
+  expect(sink.messages.map((mail) => mail.to)).toEqual([['before@example.com'], ['after@example.com']]);
+});
