@@ -82,12 +82,16 @@ function redisVersion(): string {
   }
 }
 
+/** Postgres's version, and whether autovacuum runs: off, the table holds no vacuuming's cost. */
 async function postgresVersion(adminUrl: string): Promise<string> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    const { rows } = await admin.query<{ server_version: string }>('show server_version');
-    return rows[0]?.server_version.split(' ')[0] ?? 'unknown';
+    const { rows } = await admin.query<{ version: string; autovacuum: string }>(
+      "select split_part(current_setting('server_version'), ' ', 1) as version, current_setting('autovacuum') as autovacuum",
+    );
+    const [settings] = rows;
+    return settings ? `${settings.version} (autovacuum ${settings.autovacuum})` : 'unknown';
   } finally {
     await admin.end();
   }

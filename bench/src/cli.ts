@@ -12,15 +12,17 @@ Markdown table on stdout (progress on stderr).
 
   --duration <s>       seconds per HTTP flow (default ${DEFAULTS.duration})
   --connections <n>    concurrent connections (default ${DEFAULTS.connections})
-  --pin                gateway, mailer, redis-server and the Postgres backends on core 0, the load
-                       generator on core 1 (taskset, two cores or more)
+  --pin                gateway, mailer, redis-server and the Postgres backends on core 0 (each
+                       backend once a look every 500 ms finds it), the load generator on core 1
+                       (taskset, two cores or more)
   --compare <rev>      also measure this git revision (a temporary worktree, pnpm install
                        --frozen-lockfile there), then print the ratios; the revision must contain
                        this bench's counterparts (same API, infra/src/migrate.ts, the email contract);
                        each flow runs on one revision right after the other
   --rounds <n>         runs of each flow per revision, which goes first alternating (A B, B A, …);
-                       each row is the run with the median total CPU (default ${DEFAULTS.rounds}); with
-                       --compare use an even number, so that each revision goes first as often
+                       each row is the run with the median total CPU, the lower middle one of an
+                       even number (default ${DEFAULTS.rounds}); with --compare use an even number,
+                       so that each revision goes first as often
   --emails <n>         emails queued at once for the mailer drain (default 1,000 × duration)
   --only <flows>       comma-separated: ${SCENARIO_NAMES.join(', ')}
   --log-level <level>  LOG_LEVEL of gateway and mailer (default ${DEFAULTS.logLevel})

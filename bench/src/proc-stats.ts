@@ -41,6 +41,15 @@ export interface Memory {
 
 export const NO_MEMORY: Memory = { rss: 0, anonymous: 0 };
 
+/** Whether `pid` is a Postgres process of this host (its backends are named `postgres`). */
+export function isPostgres(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+  } catch {
+    return false;
+  }
+}
+
 /** A process's memory now (statm: resident, and shared = file-backed); undefined once it is gone. */
 export function memoryOf(pid: number): Memory | undefined {
   try {

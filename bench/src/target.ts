@@ -8,7 +8,7 @@ import type { Cleanup } from './cleanup.ts';
 import { GatewayClient } from './gateway-client.ts';
 import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
-import { type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
+import { isPostgres, type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
 import {
   buildServices,
   freePort,
@@ -61,6 +61,8 @@ export interface Target {
   pinning: Pinning | undefined;
   logLevel: string;
   otlpEndpoint: string | undefined;
+  /** Where what a flow starts besides (the mailer) is handed, so that an interrupted run stops it too. */
+  cleanup: Cleanup;
 }
 
 /** The service names the services export under, which the OTLP sink counts by. */
@@ -206,7 +208,9 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
       'select pid from pg_stat_activity where datname = $1',
       [database],
     );
-    const pids = rows.map((row) => row.pid);
+    // Only this host's Postgres processes: a Postgres in a container or on another host names pids
+    // that here are nobody's, or someone else's.
+    const pids = rows.map((row) => row.pid).filter(isPostgres);
     if (options.pinning)
       for (const pid of pids)
         if (!pinned.has(pid)) pinned.set(pid, pinProcess(pid, options.pinning.services));
@@ -239,5 +243,6 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
     pinning: options.pinning,
     logLevel: options.logLevel,
     otlpEndpoint: options.otlpEndpoint,
+    cleanup: options.cleanup,
   };
 }

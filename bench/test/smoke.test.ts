@@ -1,5 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type {} from '@tessera/testing';
-import { expect, inject, it } from 'vitest';
+import { expect, inject, it, vi } from 'vitest';
 import { DEFAULTS, runBench } from '../src/bench.ts';
 import { Cleanup } from '../src/cleanup.ts';
 import { renderReport } from '../src/report.ts';
@@ -78,5 +79,57 @@ it('with --export-traces, both services send their spans to the receiver and the
       expect(table).toMatch(new RegExp(`[\\d.]+ MB from ${service}`));
   } finally {
     await cleanup.run();
+  }
+}, 90_000);
+
+/** The pids of this process's children whose command line holds `part`. */
+function childrenRunning(part: string): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent's pid is the second field after the command's closing parenthesis.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (parent === process.pid && command.includes(part)) children.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+it('stops the mailer too when the run is interrupted during the drain, as the CLI does on a signal', async () => {
+  const cleanup = new Cleanup();
+  let draining = false;
+  const run = runBench({ ...smoke(), only: ['mail-drain'], emails: 100_000 }, cleanup, (line) => {
+    draining ||= line.includes(': mailer drain');
+  }).catch((error: unknown) => error);
+  try {
+    const mailers = await vi.waitFor(
+      () => {
+        // Not before: building the services runs each once, briefly, to fill the compile cache.
+        const found = draining ? childrenRunning('services/mailer/dist/main.js') : [];
+        if (found.length === 0) throw new Error('no mailer started yet');
+        return found;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    // What cli.ts does on SIGINT or SIGTERM before it exits: the drain's own `finally` never runs then.
+    await cleanup.run();
+    expect(mailers.filter(alive)).toEqual([]);
+  } finally {
+    await cleanup.run();
+    await run;
   }
 }, 90_000);
