@@ -9,11 +9,13 @@ export const SEND_OTP_JOB = 'send-otp';
 /**
  * One address, as the gateway normalizes it: never a list, a group or a display name, which the
  * mailer's MIME composer would read as several recipients, or as words beside the address (a job
- * written into Redis by someone else reaches one recipient at most, with the product's own words).
+ * written into Redis by someone else reaches one recipient at most, with the product's own words);
+ * no control character, which nodemailer would drop, sending to another address.
  */
 const Recipient = Type.String({
   maxLength: 254,
-  pattern: '^[^\\s@<>",;:()\\[\\]\\\\]+@[^\\s@<>",;:()\\[\\]\\\\]+$',
+  pattern:
+    '^[^\\s\\x00-\\x1f\\x7f-\\x9f@<>",;:()\\[\\]\\\\]+@[^\\s\\x00-\\x1f\\x7f-\\x9f@<>",;:()\\[\\]\\\\]+$',
   description: 'Normalized recipient address',
 });
 

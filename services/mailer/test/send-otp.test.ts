@@ -414,7 +414,7 @@ describe('send-otp jobs', () => {
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
 
-  it('fails a notice addressed to several recipients, or with words beside the address, sending nothing', async () => {
+  it('fails a notice addressed to several recipients, with words beside the address or a control character in it, sending nothing', async () => {
     const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
       connection: { url: redis.url },
       prefix: redis.bullmqPrefix,
@@ -423,6 +423,8 @@ describe('send-otp jobs', () => {
       'list-1@example.net, list-2@example.org',
       '"Call +1 555 0100 to keep your account" <list-3@example.com>',
       'Everyone: list-4@example.com, list-5@example.com;',
+      'list-6\x01x@example.com',
+      'list-7\u0085@example.com',
     ].entries()) {
       const jobId = `deletion-scheduled-00000000-0000-4000-8000-00000000010${i}-0`;
       const outcome = settled(jobId);
