@@ -1,6 +1,6 @@
 import { DELETION_CANCELLED_JOB, NOTICE_RETRY_WINDOW_MS, SEND_OTP_JOB } from '@tessera/contracts';
 import { describe, expect, it } from 'vitest';
-import { BACKOFF, backoffDelay, deliveryDeadline } from './retry-policy.ts';
+import { BACKOFF, backoffDelay, deliveryDeadline, NOTICE_BACKOFF } from './retry-policy.ts';
 
 describe('backoffDelay', () => {
   it('doubles from 1 s and stays at 15 s', () => {
@@ -16,12 +16,23 @@ describe('backoffDelay', () => {
     ]);
   });
 
-  it('retries a 5-minute code 22 times before it expires, not 4', () => {
+  /** Retries that fit before a deadline `windowMs` after the first attempt. */
+  const retriesWithin = (windowMs: number, backoff: typeof BACKOFF) => {
     let elapsed = 0;
     let retries = 0;
-    while (elapsed + backoffDelay(retries + 1, BACKOFF) < 300_000)
-      elapsed += backoffDelay(++retries, BACKOFF);
-    expect(retries).toBe(22);
+    while (elapsed + backoffDelay(retries + 1, backoff) < windowMs)
+      elapsed += backoffDelay(++retries, backoff);
+    return retries;
+  };
+
+  it('retries a 5-minute code 22 times before it expires, not 4', () => {
+    expect(retriesWithin(300_000, BACKOFF)).toBe(22);
+  });
+
+  it("retries an account notice 152 times in its day, not 5,700, and an hour's outage over within 10 minutes", () => {
+    expect(retriesWithin(NOTICE_RETRY_WINDOW_MS, NOTICE_BACKOFF)).toBe(152);
+    expect(retriesWithin(NOTICE_RETRY_WINDOW_MS, BACKOFF)).toBeGreaterThan(5700);
+    expect(backoffDelay(100, NOTICE_BACKOFF)).toBe(600_000);
   });
 });
 

@@ -34,7 +34,14 @@ import type { EmailResult, SendContext } from './deliver.ts';
 import { createDeliveriesStore } from './deliveries.store.ts';
 import { isMasked, maskEmail } from './mask.ts';
 import { emails } from './metrics.ts';
-import { BACKOFF, type Backoff, backoffDelay, deliveryDeadline, ExpiredError } from './retry-policy.ts';
+import {
+  BACKOFF,
+  type Backoff,
+  backoffDelay,
+  deliveryDeadline,
+  ExpiredError,
+  NOTICE_BACKOFF,
+} from './retry-policy.ts';
 import { sendOtp } from './send-otp.job.ts';
 import type { MailTransport } from './transport.ts';
 
@@ -43,7 +50,10 @@ export interface MailWorkerOptions {
   transport: MailTransport;
   logger: Logger;
   now?: () => Date;
+  /** A code's retries. */
   backoff?: Backoff;
+  /** An account notice's retries. */
+  noticeBackoff?: Backoff;
   /**
    * Redis refused the worker a command for want of permission (an ACL): nothing retried helps, and
    * BullMQ's loop would retry at once, without end and without letting anything else run.
@@ -164,8 +174,10 @@ export function createMailWorker({
   logger,
   now = () => new Date(),
   backoff = BACKOFF,
+  noticeBackoff = NOTICE_BACKOFF,
   onRefused = () => {},
 }: MailWorkerOptions) {
+  const backoffOf = (name: string | undefined) => (name === SEND_OTP_JOB ? backoff : noticeBackoff);
   const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
   const connection = workerConnection(redisTarget);
   reportOutages(connection, logger, 'Redis');
@@ -199,7 +211,7 @@ export function createMailWorker({
         result = await send(name, data, transport, { now: now(), keys: config.mailJobKeys, product });
       } catch (error) {
         // BullMQ would retry after this delay: past the deadline, the email is no longer worth it.
-        const retryAt = now().getTime() + backoffDelay(job.attemptsMade + 1, backoff);
+        const retryAt = now().getTime() + backoffDelay(job.attemptsMade + 1, backoffOf(name));
         if (!(error instanceof UnrecoverableError) && retryAt >= deadline)
           throw new ExpiredError(`Expired before it could be sent (last error: ${(error as Error).message})`);
         throw error;
@@ -218,7 +230,10 @@ export function createMailWorker({
       // Renewed every half of it while a job runs, however slow the SMTP server.
       lockDuration: config.worker.lockDuration,
       stalledInterval: config.worker.stalledInterval,
-      settings: { backoffStrategy: (retry: number) => backoffDelay(retry, backoff) },
+      settings: {
+        backoffStrategy: (retry: number, _type?: string, _error?: Error, job?: { name: string }) =>
+          backoffDelay(retry, backoffOf(job?.name)),
+      },
       // A job's span continues the trace of the request that queued it.
       telemetry: bullmqTelemetry(),
     },

@@ -62,6 +62,8 @@ beforeAll(async () => {
     logger,
     now: () => new Date(Date.now() + clockShift),
     backoff: FAST_BACKOFF,
+    // An hour: an account notice of this file that fails is not tried again while the file runs.
+    noticeBackoff: { firstMs: 3_600_000, maxMs: 3_600_000 },
   });
   queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
     connection: { url: redis.url },
@@ -441,6 +443,29 @@ describe('send-otp jobs', () => {
     expect(sink.messages.filter((mail) => mail.to.some((address) => address.startsWith('list-')))).toEqual(
       [],
     );
+  });
+
+  it("waits an account notice's own backoff before trying it again, not a code's", async () => {
+    const noticeId = 'deletion-scheduled-00000000-0000-4000-8000-000000000098-0';
+    const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
+      connection: { url: redis.url },
+      prefix: redis.bullmqPrefix,
+    });
+    // Both refused once (451): the code is tried again at once and delivered; the notice waits.
+    sink.failNext(2, 451);
+    await notices.add(
+      DELETION_SCHEDULED_JOB,
+      { to: 'nils@example.com', scheduledFor: inMinutes(60) },
+      { ...EMAIL_JOB_OPTIONS, jobId: noticeId },
+    );
+    await expect.poll(() => notices.getJobState(noticeId)).toBe('delayed');
+    const { outcome } = await send({ to: 'hugo@example.com', code: '5381', expiresAt: inMinutes(5) });
+    expect((await outcome).state).toBe('completed');
+
+    expect(await notices.getJobState(noticeId)).toBe('delayed');
+    expect(mailsTo('nils@example.com')).toEqual([]);
+    await notices.remove(noticeId);
+    await notices.close();
   });
 
   it('masks the address of an account notice that failed for good', async () => {
