@@ -25,13 +25,16 @@ const OF_THE_MESSAGE = new Set(['RCPT TO', 'DATA']);
 // An enhanced status of security or policy (RFC 3463 5.7.x): to a recipient, the relay refusing to
 // relay for the mailer ("5.7.1 Relay access denied", a login it wants), not the recipient.
 const POLICY = /^\d{3}[ -]5\.7\.\d{1,3}\b/;
+// "Bad sequence of commands" (a sender it did not take, a login it wants first): the conversation's
+// fault, not the message's, whatever command it answers.
+const BAD_SEQUENCE = 503;
 
 /**
  * Sends one email of a job. An SMTP 5xx to the message itself (no such mailbox, content refused)
  * will not get better: the job fails for good instead of being retried, its reason the server's
  * reply (addresses masked). Anything else is thrown as it is, for BullMQ to retry until the email's
- * deadline: also a 5xx to the login (`AUTH`), to the sender (`MAIL FROM`) or, on policy, to a
- * recipient, which are the mailer's configuration, for its operator to fix meanwhile.
+ * deadline: also a 5xx to the login (`AUTH`), to the sender (`MAIL FROM`), a 503 (bad sequence) or,
+ * on policy, to a recipient, which are the mailer's configuration, for its operator to fix meanwhile.
  */
 export async function deliver(transport: MailTransport, email: Email): Promise<void> {
   try {
@@ -43,7 +46,10 @@ export async function deliver(transport: MailTransport, email: Email): Promise<v
       response?: unknown;
     };
     const reply = typeof response === 'string' ? response : String(responseCode);
-    const ofTheMessage = OF_THE_MESSAGE.has(command ?? '') && !(command === 'RCPT TO' && POLICY.test(reply));
+    const ofTheMessage =
+      OF_THE_MESSAGE.has(command ?? '') &&
+      responseCode !== BAD_SEQUENCE &&
+      !(command === 'RCPT TO' && POLICY.test(reply));
     if (responseCode !== undefined && responseCode >= 500 && ofTheMessage)
       throw new UnrecoverableError(`SMTP rejected the message permanently: ${maskAddresses(reply)}`);
     throw error;

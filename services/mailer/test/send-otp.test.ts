@@ -416,6 +416,15 @@ describe('send-otp jobs', () => {
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
 
+  it('retries a recipient refused as a bad sequence of commands (503), which is the conversation, and delivers once', async () => {
+    sink.failNext(1, 503, 'RCPT TO', '5.5.1 Error: authentication required');
+    const { jobId, outcome } = await send({ to: 'ines@example.com', code: '5927', expiresAt: inMinutes(5) });
+
+    expect((await outcome).state).toBe('completed');
+    expect(mailsTo('ines@example.com')).toHaveLength(1);
+    expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false]);
+  });
+
   it('fails a notice addressed to several recipients, with words beside the address or a control character in it, sending nothing', async () => {
     const notices = new Queue<DeletionScheduledJobData>(EMAIL_QUEUE, {
       connection: { url: redis.url },
