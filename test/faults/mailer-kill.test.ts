@@ -101,6 +101,13 @@ it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed, 
   // The server had taken the messages the killed mailer was waiting on: those went out again.
   const resent = new Set(recovered.map(({ to }) => to));
   for (const email of PEOPLE) expect(emailed(email), email).toBe(resent.has(email) ? 2 : 1);
+  // Both copies are one message to a receiver: one Message-ID, the job's.
+  for (const email of resent) {
+    const ids = sink.messages
+      .filter((mail) => mail.to.includes(email))
+      .map((mail) => mail.headers['message-id']);
+    expect(new Set(ids).size, email).toBe(1);
+  }
   console.info(
     `mailer SIGKILL: ${recovered.length} jobs taken over after ${recovered.map(({ at }) => at - killedAt).join(', ')} ms`,
   );

@@ -65,7 +65,12 @@ describe('sendDeletionScheduled', () => {
 
   it('sends before the date and skips once it has passed (the account is gone by then)', async () => {
     const data = { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR };
-    const at = (now: string) => ({ now: new Date(now), keys: parseMailJobKeys(), product: 'Tessera' });
+    const at = (now: string) => ({
+      jobId: 'deletion-scheduled-1',
+      now: new Date(now),
+      keys: parseMailJobKeys(),
+      product: 'Tessera',
+    });
     expect(await sendDeletionScheduled(data, transport, at('2026-11-22T09:05:00.000Z'))).toEqual({
       sent: true,
     });

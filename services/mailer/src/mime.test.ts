@@ -102,6 +102,28 @@ describe('createMimeBuilder', () => {
     expect(raw).toMatch(/boundary="--_NmP-[0-9a-f]{16}-Part_1"/);
   });
 
+  it("gives every attempt of one job one Message-ID, not the job's id, and each job its own, as nodemailer would", async () => {
+    const from = 'Tessera <no-reply@tessera.test>';
+    const build = createMimeBuilder(from);
+    const email = (id: string, to = 'alice@example.com') => ({
+      ...composeOtpEmail({ to, code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
+      id,
+    });
+    const [first, again, other] = await Promise.all([
+      build(email('send-otp-1')),
+      build(email('send-otp-1')),
+      build(email('send-otp-2')),
+    ]);
+    expect(first.messageId).toMatch(
+      /^<[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}@tessera\.test>$/,
+    );
+    expect(again.messageId).toBe(first.messageId);
+    expect(other.messageId).not.toBe(first.messageId);
+    expect(first.raw.toString()).not.toContain('send-otp-1');
+    // An email nodemailer composes (an address to encode) takes the same.
+    expect((await build(email('send-otp-1', 'zoë@example.com'))).messageId).toBe(first.messageId);
+  });
+
   it('marks every message as automated, so that out-of-office replies leave it unanswered', async () => {
     for (const from of ['Tessera <no-reply@tessera.test>', 'Téssera <no-reply@tessera.test>']) {
       const raw = (await createMimeBuilder(from)(EMAILS[0] as Email)).raw.toString();

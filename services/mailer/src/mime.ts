@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encode as qpEncode, wrap as qpWrap } from 'nodemailer/lib/qp';
 
@@ -8,6 +8,11 @@ export interface Email {
   subject: string;
   text: string;
   html: string;
+  /**
+   * The job's id: every attempt of one job carries one Message-ID, so that a receiver can tell a repeat
+   * (an attempt whose acceptance never reached the mailer) from a new email. Random without it.
+   */
+  id?: string;
 }
 
 /** A message ready for SMTP: who it goes from and to (the envelope), and its bytes (CRLF lines). */
@@ -70,8 +75,15 @@ function part(contentType: string, body: string): string {
  * `mime.test.ts` compares both on the emails the mailer sends.
  */
 export function createMimeBuilder(from: string, fixed: () => Fixed = () => ({})) {
-  const viaNodemailer = async (email: Email): Promise<RawMessage> => {
-    const node = new MailComposer({ from, ...email, headers: AUTOMATED, ...fixed() }).compile();
+  const viaNodemailer = async ({ id, ...content }: Email): Promise<RawMessage> => {
+    const messageId = id === undefined ? {} : { messageId: messageIdOf(id, domain) };
+    const node = new MailComposer({
+      from,
+      ...content,
+      headers: AUTOMATED,
+      ...messageId,
+      ...fixed(),
+    }).compile();
     const envelope = node.getEnvelope() as { from: string | false; to: string[] };
     const raw = await node.build();
     return { envelope: { from: envelope.from || '', to: envelope.to }, messageId: node.messageId(), raw };
@@ -109,7 +121,8 @@ export function createMimeBuilder(from: string, fixed: () => Fixed = () => ({}))
       return viaNodemailer(email);
 
     const given = fixed();
-    const messageId = given.messageId ?? newMessageId(domain);
+    const messageId =
+      given.messageId ?? (email.id === undefined ? newMessageId(domain) : messageIdOf(email.id, domain));
     const date = (given.date ?? new Date()).toUTCString().replace(/GMT/, '+0000');
     const boundary = `--_NmP-${given.baseBoundary ?? randomBytes(8).toString('hex')}-Part_1`;
     const raw =
@@ -123,7 +136,11 @@ export function createMimeBuilder(from: string, fixed: () => Fixed = () => ({}))
 }
 
 /** nodemailer's Message-ID form: `<8-4-4-4-12 hex@sender's domain>`. */
-function newMessageId(domain: string): string {
-  const hex = randomBytes(16).toString('hex');
-  return `<${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}@${domain}>`;
+function newMessageId(domain: string, hex = randomBytes(16).toString('hex')): string {
+  return `<${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}@${domain}>`;
+}
+
+/** The Message-ID of every attempt of job `id`, in nodemailer's form, from a hash of the id (which it does not show). */
+export function messageIdOf(id: string, domain: string): string {
+  return newMessageId(domain, createHash('sha256').update(id).digest('hex'));
 }

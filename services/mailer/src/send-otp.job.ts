@@ -70,9 +70,10 @@ function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
 export async function sendOtp(
   data: SendOtpJobData,
   transport: MailTransport,
-  { now, keys, product }: SendContext,
+  { jobId, now, keys, product }: SendContext,
 ): Promise<{ sent: true }> {
   const code = opened(data, keys);
-  await deliver(transport, composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now, product));
+  const email = composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now, product);
+  await deliver(transport, { ...email, id: jobId });
   return { sent: true };
 }

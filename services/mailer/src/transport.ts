@@ -113,7 +113,7 @@ function outboxTransport(config: MailerConfig): MailTransport {
   const outbox = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     delivery: 'outbox',
-    async send(email) {
+    async send({ id: _, ...email }) {
       const info = await outbox.sendMail({ from: config.smtp.from, ...email, headers: AUTOMATED });
       await fs.mkdir(config.smtp.outboxDir, { recursive: true, mode: 0o700 });
       // An address may hold characters a file name cannot (a/b@example.com is valid): they become _.
