@@ -87,8 +87,9 @@ if (!options) {
 }
 
 const cleanup = new Cleanup();
+// Every signal is taken, the second Ctrl-C too: cleaning up is what ends the run (it drops databases).
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.once(signal, () => {
+  process.on(signal, () => {
     console.error(`bench: ${signal}, cleaning up`);
     void cleanup.run().finally(() => process.exit(130));
   });
