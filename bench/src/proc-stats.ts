@@ -41,10 +41,14 @@ export interface Memory {
 
 export const NO_MEMORY: Memory = { rss: 0, anonymous: 0 };
 
-/** Whether `pid` is a Postgres process of this host (its backends are named `postgres`). */
-export function isPostgres(pid: number): boolean {
+/**
+ * Whether `pid` is, on this host, a Postgres backend serving `database`: its title names it
+ * (`postgres: 15/main: user database 127.0.0.1(5432) idle`).
+ */
+export function isBackendOf(pid: number, database: string): boolean {
   try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+    const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return title.startsWith('postgres:') && title.includes(` ${database} `);
   } catch {
     return false;
   }

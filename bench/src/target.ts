@@ -8,7 +8,7 @@ import type { Cleanup } from './cleanup.ts';
 import { GatewayClient } from './gateway-client.ts';
 import type { MeteredProcesses } from './meter.ts';
 import { Population } from './population.ts';
-import { isPostgres, type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
+import { isBackendOf, type Memory, memoryOf, NO_MEMORY, peak } from './proc-stats.ts';
 import {
   buildServices,
   freePort,
@@ -208,9 +208,9 @@ export async function startTarget(options: TargetOptions): Promise<Target> {
       'select pid from pg_stat_activity where datname = $1',
       [database],
     );
-    // Only this host's Postgres processes: a Postgres in a container or on another host names pids
-    // that here are nobody's, or someone else's.
-    const pids = rows.map((row) => row.pid).filter(isPostgres);
+    // Only backends of this host that serve it: a Postgres in a container or on another host names
+    // pids that here are nobody's, or someone else's (the column then reads n/a).
+    const pids = rows.map((row) => row.pid).filter((pid) => isBackendOf(pid, database));
     if (options.pinning)
       for (const pid of pids)
         if (!pinned.has(pid)) pinned.set(pid, pinProcess(pid, options.pinning.services));

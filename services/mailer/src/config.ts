@@ -33,7 +33,7 @@ export const MailerConfigSchema = Type.Object({
         Type.String({
           pattern: '^smtps?://',
           description:
-            "`smtp://user:pass@host:587` (upgraded with STARTTLS, which production requires: `?requireTLS=false` allows a server that offers none, such as a relay on the same host) or `smtps://…:465`. Query options go to nodemailer: `?name=mail.example.com` is the name the mailer gives in `EHLO` (by default the host's name if it holds a dot, else `[127.0.0.1]`); `?socketTimeout=60000` (ms) waits longer than the 30 s of silence after which the mailer leaves a connection and retries the email over another (`connectionTimeout`, `greetingTimeout`: 10 s); `?logger` and `?debug`, which would print whole emails, codes included, are refused. Required in production; unset in development, mail goes to the outbox.",
+            "`smtp://user:pass@host:587` (upgraded with STARTTLS, which production requires: `?requireTLS=false` allows a server that offers none, such as a relay on the same host) or `smtps://…:465`. Query options go to nodemailer: `?name=mail.example.com` is the name the mailer gives in `EHLO` (by default the host's name if it holds a dot, else `[127.0.0.1]`); `?socketTimeout=300000` (ms) waits longer than the 2 minutes of silence after which the mailer leaves a connection and retries the email over another (`connectionTimeout`, `greetingTimeout`: 10 s; `idleTimeout`, after which an unused connection is closed: 60 s); `?logger` and `?debug`, which would print whole emails, codes included, are refused. Required in production; unset in development, mail goes to the outbox.",
         }),
       ),
     ),

@@ -66,7 +66,7 @@ describe('sendDeletionScheduled', () => {
   it('sends before the date and skips once it has passed (the account is gone by then)', async () => {
     const data = { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR };
     const at = (now: string) => ({
-      jobId: 'deletion-scheduled-1',
+      messageKey: 'deletion-scheduled-1:1764000000000',
       now: new Date(now),
       keys: parseMailJobKeys(),
       product: 'Tessera',

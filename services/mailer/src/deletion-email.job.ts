@@ -49,10 +49,10 @@ export function composeDeletionCancelledEmail(
 export async function sendDeletionScheduled(
   data: DeletionScheduledJobData,
   transport: MailTransport,
-  { jobId, now, product }: SendContext,
+  { messageKey, now, product }: SendContext,
 ): Promise<EmailResult> {
   if (Date.parse(data.scheduledFor) <= now.getTime()) return { skipped: 'expired' };
-  await deliver(transport, { ...composeDeletionScheduledEmail(data, product), id: jobId });
+  await deliver(transport, { ...composeDeletionScheduledEmail(data, product), id: messageKey });
   return { sent: true };
 }
 
@@ -60,8 +60,8 @@ export async function sendDeletionScheduled(
 export async function sendDeletionCancelled(
   data: DeletionCancelledJobData,
   transport: MailTransport,
-  { jobId, product }: SendContext,
+  { messageKey, product }: SendContext,
 ): Promise<EmailResult> {
-  await deliver(transport, { ...composeDeletionCancelledEmail(data, product), id: jobId });
+  await deliver(transport, { ...composeDeletionCancelledEmail(data, product), id: messageKey });
   return { sent: true };
 }

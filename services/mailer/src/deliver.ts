@@ -13,8 +13,8 @@ export type EmailResult = { sent: true } | { skipped: 'expired' | 'replaced' | '
 
 /** What a job's email is written and sent with, besides the job's data. */
 export interface SendContext {
-  /** The job's: its emails' Message-ID (mime.ts). */
-  jobId: string;
+  /** What names the job's emails (their Message-ID, mime.ts): its id and when it was queued. */
+  messageKey: string;
   now: Date;
   /** MAIL_JOB_KEY's keys, which open a code job's sealed code. */
   keys: MailJobKeys;

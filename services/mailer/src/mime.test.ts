@@ -39,10 +39,17 @@ const EMAILS: Email[] = [
     now,
     'Tessera',
   ),
-  // Addresses the job's schema lets through that nodemailer writes otherwise: quoted, lower-cased.
-  ...['.a@example.com', 'a.@example.com', 'a..b@example.com', 'A@EXAMPLE.COM', 'Upper@Example.com'].map(
-    (to) => composeOtpEmail({ to, code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
-  ),
+  // Addresses the job's schema lets through that nodemailer writes otherwise: quoted, lower-cased, an
+  // IPv4 address.
+  ...[
+    '.a@example.com',
+    'a.@example.com',
+    'a..b@example.com',
+    'A@EXAMPLE.COM',
+    'Upper@Example.com',
+    'a@1.2',
+    'a@example.123',
+  ].map((to) => composeOtpEmail({ to, code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera')),
   composeOtpEmail({ to: 'zoë@example.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
   composeOtpEmail({ to: 'bob@exämple.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
   composeDeletionScheduledEmail(

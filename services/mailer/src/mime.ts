@@ -9,8 +9,9 @@ export interface Email {
   text: string;
   html: string;
   /**
-   * The job's id: every attempt of one job carries one Message-ID, so that a receiver can tell a repeat
-   * (an attempt whose acceptance never reached the mailer) from a new email. Random without it.
+   * The job's id and when it was queued: every attempt of one job carries one Message-ID, so that a
+   * receiver can tell a repeat (an attempt whose acceptance never reached the mailer) from a new email.
+   * (The time too: ids BullMQ numbers start again with a Redis that lost its data.) Random without it.
    */
   id?: string;
 }
@@ -43,10 +44,12 @@ export interface Fixed {
 }
 
 // What the fast path writes exactly as nodemailer would, unencoded and unfolded: a plain ASCII address
-// (a dot-atom, which nodemailer would quote otherwise, at a lower-case domain, which it would lower);
+// (a dot-atom, which nodemailer would quote otherwise, at a lower-case domain, which it would lower,
+// whose last label holds a letter: `a@1.2` it reads as an IPv4 address);
 // a subject of printable ASCII words (a quote or `=?` would be encoded); bodies of printable ASCII
 // lines not ending in whitespace (quoted-printable treats a trailing space specially).
-const PLAIN_ADDRESS = /^[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*@[a-z0-9-]+(?:\.[a-z0-9-]+)+$/;
+const PLAIN_ADDRESS =
+  /^[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z0-9-]*[a-z][a-z0-9-]*$/;
 const PLAIN_SUBJECT = /^[\x21\x23-\x7e]+(?: [\x21\x23-\x7e]+)*$/;
 const PLAIN_BODY = /^[\x20-\x7e\n]*[\x21-\x7e\n]$/;
 const LONG_LINE = /^.{77,}/m;

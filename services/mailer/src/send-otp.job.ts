@@ -70,10 +70,10 @@ function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
 export async function sendOtp(
   data: SendOtpJobData,
   transport: MailTransport,
-  { jobId, now, keys, product }: SendContext,
+  { messageKey, now, keys, product }: SendContext,
 ): Promise<{ sent: true }> {
   const code = opened(data, keys);
   const email = composeOtpEmail({ to: data.to, code, expiresAt: data.expiresAt }, now, product);
-  await deliver(transport, { ...email, id: jobId });
+  await deliver(transport, { ...email, id: messageKey });
   return { sent: true };
 }

@@ -40,9 +40,10 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
     pool: true,
     maxConnections: config.smtp.maxConnections,
     maxMessages: config.smtp.maxMessages,
-    // A code is worth minutes: a server that hangs is left after seconds (nodemailer's defaults wait up
-    // to 10 minutes), and the job retried over another connection; an idle connection goes after as long,
-    // and the next email opens another. SMTP_URL's query may say otherwise.
+    // A code is worth minutes: a server that hangs is left sooner than nodemailer's defaults (up to 10
+    // minutes), and the job retried over another connection. Not too soon: silence after the message's
+    // end may be a relay checking it, and leaving then sends it again at the retry. An idle connection
+    // is closed (QUIT) before that timeout would drop it. SMTP_URL's query may say otherwise.
     ...SMTP_TIMEOUTS,
   });
   const pool = smtp.transporter as unknown as PoolTransport;
@@ -69,8 +70,13 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
   };
 }
 
-/** Milliseconds to connect, to be greeted, and that a connection may stay silent mid-conversation. */
-const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+/** Milliseconds to connect, to be greeted, to stay silent mid-conversation, and to stay idle in the pool. */
+const SMTP_TIMEOUTS = {
+  connectionTimeout: 10_000,
+  greetingTimeout: 10_000,
+  socketTimeout: 120_000,
+  idleTimeout: 60_000,
+};
 
 const NO_STARTTLS =
   'smtp offers no STARTTLS, and production sends no mail in clear text (unless SMTP_URL says ?requireTLS=false)';

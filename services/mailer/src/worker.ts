@@ -208,7 +208,13 @@ export function createMailWorker({
 
       let result: EmailResult;
       try {
-        result = await send(name, data, transport, { jobId, now: now(), keys: config.mailJobKeys, product });
+        const messageKey = `${jobId}:${job.timestamp}`;
+        result = await send(name, data, transport, {
+          messageKey,
+          now: now(),
+          keys: config.mailJobKeys,
+          product,
+        });
       } catch (error) {
         // BullMQ would retry after this delay: past the deadline, the email is no longer worth it.
         const retryAt = now().getTime() + backoffDelay(job.attemptsMade + 1, backoffOf(name));

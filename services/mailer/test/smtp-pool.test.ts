@@ -42,7 +42,7 @@ it('sends the email over a new connection when the server closes the open one at
 });
 
 it('leaves a server that stays silent after the message, and the job is retried', async () => {
-  // SMTP_URL's query sets nodemailer's timeouts, here shorter than Tessera's 30 s of silence.
+  // SMTP_URL's query sets nodemailer's timeouts, here shorter than Tessera's 2 minutes of silence.
   const { sink, transport } = await pooled({ delayMs: 5_000 }, '&socketTimeout=300');
   const sending = deliver(transport, email('stalled@example.com'));
   await expect(sending).rejects.toMatchObject({ code: 'ETIMEDOUT' });
@@ -50,10 +50,10 @@ it('leaves a server that stays silent after the message, and the job is retried'
   expect(sink.inFlight()).toBe(1);
 });
 
-it('sends the next email after its idle connection was left for its silence', async () => {
-  const { sink, transport } = await pooled({}, '&socketTimeout=300');
+it('sends the next email after its idle connection was closed', async () => {
+  const { sink, transport } = await pooled({}, '&idleTimeout=300');
   await deliver(transport, email('before@example.com'));
-  // Longer idle than the socket timeout: the pool drops that connection and opens another.
+  // Unused for longer than the idle timeout: the pool closes that connection (QUIT) and opens another.
   await new Promise((resolve) => setTimeout(resolve, 800));
   await deliver(transport, email('after@example.com'));
   expect(sink.messages.map((mail) => mail.to)).toEqual([['before@example.com'], ['after@example.com']]);
