@@ -208,9 +208,8 @@ export function createMailWorker({
 
       let result: EmailResult;
       try {
-        const messageKey = `${jobId}:${job.timestamp}`;
         result = await send(name, data, transport, {
-          messageKey,
+          messageKey: `${jobId}:${job.timestamp}`,
           now: now(),
           keys: config.mailJobKeys,
           product,
