@@ -11,8 +11,10 @@ import type { MailTransport } from './transport.ts';
 const SCHEDULED_FOR = '2026-12-22T09:05:00.000Z';
 
 describe('composeDeletionScheduledEmail', () => {
+  const now = new Date('2026-11-22T09:05:00.000Z');
   const email = composeDeletionScheduledEmail(
     { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR },
+    now,
     'Acme',
   );
 
@@ -23,15 +25,35 @@ describe('composeDeletionScheduledEmail', () => {
     expect(email.html).toContain('scheduled for deletion on 22 December 2026 at 09:05 UTC.');
   });
 
-  it('says that signing in and cancelling keeps the account', () => {
+  it('says that signing in and cancelling keeps the account, by a day that is in time in every time zone', () => {
+    // 22 December at 09:05 UTC is 21 December at 21:05 in UTC−12: by the end of 20 December anywhere.
     for (const body of [email.text, email.html])
-      expect(body).toContain('Sign in and cancel the deletion before then, and your account stays as it is.');
+      expect(body).toContain(
+        'Sign in and cancel the deletion by 20 December 2026 wherever you are, and your account stays as it is.',
+      );
+    const late = composeDeletionScheduledEmail(
+      { to: 'alice@example.com', scheduledFor: '2026-12-22T23:30:00.000Z' },
+      now,
+      'Acme',
+    );
+    // 22 December at 11:30 in UTC−12: the end of 21 December is in time everywhere.
+    expect(late.text).toContain('cancel the deletion by 21 December 2026 wherever you are');
+    // A grace period of hours: no such day is ahead, and no date past is named.
+    const soon = composeDeletionScheduledEmail(
+      { to: 'alice@example.com', scheduledFor: '2026-11-22T11:05:00.000Z' },
+      now,
+      'Acme',
+    );
+    expect(soon.text).toContain(
+      'Sign in and cancel the deletion before then, and your account stays as it is.',
+    );
   });
 
-  it('holds no other number than those of the date (no code, no token)', () => {
+  it('holds no other number than those of the dates (no code, no token)', () => {
     const html = email.html.replace(/<head>.*<\/head>/, '').replaceAll(/style="[^"]*"/g, '');
-    for (const body of [email.subject, email.text, html])
-      expect(new Set(body.match(/\d+/g))).toEqual(new Set(['22', '2026', '09', '05']));
+    for (const body of [email.text, html])
+      expect(new Set(body.match(/\d+/g))).toEqual(new Set(['22', '2026', '09', '05', '20']));
+    expect(new Set(email.subject.match(/\d+/g))).toEqual(new Set(['22', '2026', '09', '05']));
   });
 });
 
@@ -44,9 +66,9 @@ describe('composeDeletionCancelledEmail', () => {
     expect(email.to).toBe('alice@example.com');
     expect(email.subject).toBe('Your Smith & Sons account will not be deleted');
     expect(email.text).toContain(
-      'The deletion of your Smith & Sons account was cancelled on 30 November 2026 at 18:30 UTC.',
+      'Your Smith & Sons account will not be deleted: its deletion was cancelled on 30 November 2026 at 18:30 UTC.',
     );
-    expect(email.html).toContain('The deletion of your Smith &amp; Sons account');
+    expect(email.html).toContain('Your Smith &amp; Sons account will not be deleted');
     expect(email.text).toContain('Your account stays as it is');
     expect(email.html).toContain('cancelled on 30 November 2026 at 18:30 UTC.');
   });

@@ -1,5 +1,5 @@
 import type { DeletionCancelledJobData, DeletionScheduledJobData } from '@tessera/contracts';
-import { escapeHtml, formatDate, htmlEmail } from './compose.ts';
+import { escapeHtml, formatDate, formatDay, htmlEmail } from './compose.ts';
 import { deliver, type EmailResult, type SendContext } from './deliver.ts';
 import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
@@ -10,13 +10,14 @@ const html = (title: string, paragraphs: string[]) =>
 /** The deletion is scheduled: when it happens, and that signing in and cancelling keeps the account. */
 export function composeDeletionScheduledEmail(
   { to, scheduledFor }: DeletionScheduledJobData,
+  now: Date,
   product: string,
 ): Email {
   const date = formatDate(scheduledFor);
   const paragraphs = [
     `Your ${product} account is scheduled for deletion on ${date}.`,
-    'On that date your profile is erased and every device is signed out. This cannot be undone.',
-    'Changed your mind? Sign in and cancel the deletion before then, and your account stays as it is.',
+    'On that date your account and everything in it are deleted for good, and every device is signed out. This cannot be undone.',
+    `Changed your mind? Sign in and cancel the deletion ${inTime(scheduledFor, now)}, and your account stays as it is.`,
     'If you did not ask for this, sign in now, cancel the deletion and sign out the devices you do not recognise.',
   ];
   return {
@@ -27,13 +28,25 @@ export function composeDeletionScheduledEmail(
   };
 }
 
+/**
+ * By when to cancel: the last day whose end, in every time zone (UTC−12 the latest), comes before
+ * the deletion, so that a reader who takes "by 27 December" in their own zone is in time (the date
+ * above is in UTC); "before then" when that day has passed already (a grace period of hours).
+ */
+function inTime(scheduledFor: string, now: Date): string {
+  const lastDay = new Date(Date.parse(scheduledFor) - 36 * 3600_000);
+  return lastDay.getTime() > now.getTime()
+    ? `by ${formatDay(lastDay.toISOString())} wherever you are`
+    : 'before then';
+}
+
 /** The scheduled deletion was cancelled: the account stays. */
 export function composeDeletionCancelledEmail(
   { to, cancelledAt }: DeletionCancelledJobData,
   product: string,
 ): Email {
   const paragraphs = [
-    `The deletion of your ${product} account was cancelled on ${formatDate(cancelledAt)}.`,
+    `Your ${product} account will not be deleted: its deletion was cancelled on ${formatDate(cancelledAt)}.`,
     'Your account stays as it is; there is nothing else to do.',
     'If you did not cancel it, sign in and sign out the devices you do not recognise.',
   ];
@@ -52,7 +65,7 @@ export async function sendDeletionScheduled(
   { messageKey, now, product }: SendContext,
 ): Promise<EmailResult> {
   if (Date.parse(data.scheduledFor) <= now.getTime()) return { skipped: 'expired' };
-  await deliver(transport, { ...composeDeletionScheduledEmail(data, product), id: messageKey });
+  await deliver(transport, { ...composeDeletionScheduledEmail(data, now, product), id: messageKey });
   return { sent: true };
 }
 

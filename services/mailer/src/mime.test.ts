@@ -54,6 +54,7 @@ const EMAILS: Email[] = [
   composeOtpEmail({ to: 'bob@exämple.com', code: '4826', expiresAt: inSeconds(300) }, now, 'Tessera'),
   composeDeletionScheduledEmail(
     { to: 'carol@example.com', scheduledFor: '2026-12-22T10:00:00.000Z' },
+    now,
     'Tessera',
   ),
   composeDeletionCancelledEmail({ to: 'dave@example.com', cancelledAt: '2026-12-01T08:05:00.000Z' }, 'Acme'),

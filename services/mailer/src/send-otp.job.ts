@@ -20,7 +20,7 @@ export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, pr
   const subject = `${code} is your ${product} sign-in code`;
   const validity = expiry(expiresAt, now);
   const warnings = [
-    `Do not share it: nobody from ${product} will ever ask you for it.`,
+    `Type it only where you are signing in to ${product}, and never share it: nobody from ${product} will ever ask you for it.`,
     'If you did not ask to sign in, you can ignore this email.',
   ];
   return {
@@ -31,7 +31,7 @@ export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, pr
       subject,
       `<p>Your ${escapeHtml(product)} sign-in code is</p>
 <p style="font-size:32px;font-weight:bold;letter-spacing:8px">${code}</p>
-<p>${validity}</p><p style="color:#666">${warnings.map(escapeHtml).join('<br>')}</p>`,
+<p>${validity}</p><p>${warnings.map(escapeHtml).join('<br>')}</p>`,
     ),
   };
 }
@@ -40,27 +40,32 @@ export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, pr
 const QUEUEING_MS = 5_000;
 
 /**
- * "It expires in 4 minutes, before 12:21 UTC.": the minutes left, rounded down (a few seconds of
- * queueing forgiven), and, for an email that arrives late, the first whole minute it no longer works.
+ * "It expires in 4 minutes, at 12:20 UTC.": the minutes left, rounded down (a few seconds of queueing
+ * forgiven), and, for an email that arrives late, the clock's minute, rounded down too (a code that
+ * ends at 12:20:30 no longer works at 12:20:45: "before 12:21" would promise it).
  */
 function expiry(expiresAt: string, now: Date): string {
   const end = Date.parse(expiresAt);
   const minutes = Math.floor((end + QUEUEING_MS - now.getTime()) / 60_000);
   const left = minutes < 1 ? 'less than a minute' : `${minutes} minute${minutes === 1 ? '' : 's'}`;
-  const by = new Date(Math.ceil(end / 60_000) * 60_000).toISOString();
-  return `It expires in ${left}, before ${formatTime(by)}.`;
+  const at = new Date(Math.floor(end / 60_000) * 60_000).toISOString();
+  return `It expires in ${left}, at ${formatTime(at)}.`;
 }
 
 /** The code of a job; a seal that does not open with a known key will never open, so it is not retried. */
 function opened({ sealedCode, to }: SendOtpJobData, keys: MailJobKeys): string {
+  let code: string;
   try {
-    return openCode(sealedCode, to, keys);
+    code = openCode(sealedCode, to, keys);
   } catch (error) {
     // A key this mailer lacks (no key of that id, or another key under it) may be another mailer's,
     // or come with this one's next deploy: retried, until the code expires.
     if (error instanceof UnknownMailJobKeyError) throw error;
     throw new UnrecoverableError((error as Error).message);
   }
+  // Four digits, as the gateway makes them: whatever else a seal held is never written into an email.
+  if (!/^\d{4}$/.test(code)) throw new UnrecoverableError('The sealed code is not a 4-digit code');
+  return code;
 }
 
 /**
