@@ -47,6 +47,17 @@ describe('composeDeletionScheduledEmail', () => {
     expect(soon.text).toContain(
       'Sign in and cancel the deletion before then, and your account stays as it is.',
     );
+    // 20 December is over in UTC+14 from 20 December at 10:00 UTC on: no day is named after that.
+    const at = (iso: string) =>
+      composeDeletionScheduledEmail(
+        { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR },
+        new Date(iso),
+        'Acme',
+      ).text;
+    expect(at('2026-12-20T09:59:00.000Z')).toContain(
+      'cancel the deletion by 20 December 2026 wherever you are',
+    );
+    expect(at('2026-12-20T10:00:00.000Z')).toContain('cancel the deletion before then');
   });
 
   it('holds no other number than those of the dates (no code, no token)', () => {

@@ -31,14 +31,19 @@ export function composeDeletionScheduledEmail(
 /**
  * By when to cancel: the last day whose end, in every time zone (UTC−12 the latest), comes before
  * the deletion, so that a reader who takes "by 27 December" in their own zone is in time (the date
- * above is in UTC); "before then" when that day has passed already (a grace period of hours).
+ * above is in UTC); "before then" when that day is already over somewhere (UTC+14 the first), as
+ * with a grace period of hours.
  */
 function inTime(scheduledFor: string, now: Date): string {
-  const lastDay = new Date(Date.parse(scheduledFor) - 36 * 3600_000);
-  return lastDay.getTime() > now.getTime()
+  const lastDay = new Date(Date.parse(scheduledFor) - 36 * HOUR);
+  const overFirst =
+    Date.UTC(lastDay.getUTCFullYear(), lastDay.getUTCMonth(), lastDay.getUTCDate()) + 10 * HOUR;
+  return overFirst > now.getTime()
     ? `by ${formatDay(lastDay.toISOString())} wherever you are`
     : 'before then';
 }
+
+const HOUR = 3600_000;
 
 /** The scheduled deletion was cancelled: the account stays. */
 export function composeDeletionCancelledEmail(
