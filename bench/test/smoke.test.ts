@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import type {} from '@tessera/testing';
 import { expect, inject, it, vi } from 'vitest';
 import { DEFAULTS, runBench } from '../src/bench.ts';
@@ -84,22 +84,14 @@ it('with --export-traces, both services send their spans to the receiver and the
   }
 }, 90_000);
 
-/** The pids of this process's children whose command line holds `part`. */
+/** The pids of this process's children whose command line holds `part` (as testing/ finds them). */
 function childrenRunning(part: string): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The parent's pid is the second field after the command's closing parenthesis.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (parent === process.pid && command.includes(part)) children.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
+  try {
+    const found = execFileSync('pgrep', ['-P', String(process.pid), '-f', part], { encoding: 'utf8' });
+    return found.split('\n').filter(Boolean).map(Number);
+  } catch {
+    return []; // pgrep exits 1 when none matches.
   }
-  return children;
 }
 
 const alive = (pid: number) => {
