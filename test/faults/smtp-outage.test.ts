@@ -1,3 +1,4 @@
+import { EMAIL_QUEUE } from '@tessera/contracts';
 import {
   createTestDatabase,
   createTestRedis,
@@ -7,6 +8,7 @@ import {
   type TestRedis,
   waitUntil,
 } from '@tessera/testing';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTessera, type Tessera } from './tessera.ts';
 
@@ -66,4 +68,34 @@ it('emails every code asked for during an SMTP outage longer than the old retry 
   );
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   expect(PEOPLE.map(emailed)).toEqual(PEOPLE.map(() => 1));
+});
+
+it('emails only the newest code to someone who asked again during the outage, the one that works', {
+  timeout: 60_000,
+}, async () => {
+  const email = 'asked.twice@example.com';
+  const send = () => tessera.call('POST', '/api/v1/auth/send-otp-email', { email });
+  const queue = new Queue(EMAIL_QUEUE, { connection: { url: redis.url }, prefix: redis.bullmqPrefix });
+  try {
+    sink.failNext(Number.MAX_SAFE_INTEGER);
+    expect((await send()).status).toBe(200);
+    // The first code's email met the outage and waits for its retry when its reader asks again.
+    await waitUntil('the first email refused', async () => (await queue.getDelayedCount()) === 1);
+    expect((await send()).status).toBe(200);
+    sink.failNext(0);
+    await waitUntil(
+      'both emails done',
+      async () =>
+        (await queue.getWaitingCount()) + (await queue.getActiveCount()) + (await queue.getDelayedCount()) ===
+        0,
+      30_000,
+    );
+  } finally {
+    await queue.close();
+  }
+  // The first email, sent after the second, would have been the last in the inbox, with a dead code.
+  const emails = sink.messages.filter((mail) => mail.to.includes(email));
+  expect(emails).toHaveLength(1);
+  const code = /\b(\d{4})\b/.exec(emails[0]?.subject ?? '')?.[1];
+  expect((await tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code })).status).toBe(200);
 });

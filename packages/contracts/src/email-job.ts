@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Static, Type } from 'typebox';
 
 /** BullMQ queue that carries email jobs from the gateway to the mailer. */
@@ -106,6 +107,25 @@ export const noticesKey = (prefix: string, userId: string) => `${prefix}:${EMAIL
 
 /** The user whose deletion notice a job id names; undefined for other jobs. */
 export const noticeUserOf = (jobId: string) => /^deletion-(?:scheduled|cancelled)-(.+)-\d+$/.exec(jobId)?.[1];
+
+/**
+ * The same hash for an address's code emails. A new code replaces the address's last one, so a code
+ * email still queued through an SMTP outage after a newer one was queued would arrive last with a
+ * code that no longer works: the mailer does not send it. The key names the address by its SHA-256
+ * (the job beside it holds the address itself).
+ */
+export const codesKey = (prefix: string, to: string) =>
+  `${prefix}:${EMAIL_QUEUE}:codes:${createHash('sha256').update(to).digest('base64url')}`;
+
+/**
+ * Where the gateway records `job` as the newest of its kind for its recipient (see noticesKey), if
+ * it is of a kind where only the newest is sent.
+ */
+export function newestKeyOf(prefix: string, name: string, jobId: string, to: string): string | undefined {
+  const noticeUser = noticeUserOf(jobId);
+  if (noticeUser !== undefined) return noticesKey(prefix, noticeUser);
+  return name === SEND_OTP_JOB ? codesKey(prefix, to) : undefined;
+}
 
 /** Every job of the `email` queue by name, with the data it carries. */
 export interface EmailJobs {

@@ -44,7 +44,7 @@ async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config
     args.json
       ? JSON.stringify({ email, ...lifted })
       : lifted.wrongGuesses + lifted.codesSent > 0
-        ? `limits lifted for ${email}: forgot ${counted}; it may ask for a code now`
+        ? `limits lifted for ${email}: forgot ${counted}; it may ask for a code now (a client IP's own limits stay)`
         : // The keys are HMACs under OTP_SECRET, under REDIS_KEY_PREFIX: another value finds none.
           `nothing to lift for ${email}: ${counted} (if it is refused, check that OTP_SECRET and REDIS_KEY_PREFIX are the gateway's)`,
   );

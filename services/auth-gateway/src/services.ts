@@ -83,7 +83,7 @@ export function createServices(
   const otp = createOtpStore(redis, config.otp);
   const signIn = createSignInService({
     otp,
-    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys),
+    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys, config.otp.ttl),
     startSession: sessions.start,
     finalizeDueDeletion: (email) => accountDeletion.finalizeDue(1, email),
     securityLog,

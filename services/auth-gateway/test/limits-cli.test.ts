@@ -58,7 +58,7 @@ describe('limits:lift', () => {
     expect(lifted).toMatchObject({ code: 0, err: '' });
     expect(lifted.out).toBe(
       'limits lifted for locked.out@example.com: forgot 3 wrong codes in the last 24 hours and 1 code ' +
-        'sent in the last hour; it may ask for a code now',
+        "sent in the last hour; it may ask for a code now (a client IP's own limits stay)",
     );
 
     const signedIn = await signIn(gateway.app, 'locked.out@example.com');

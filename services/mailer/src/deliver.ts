@@ -6,7 +6,7 @@ import type { MailTransport } from './transport.ts';
 
 /**
  * What an email job comes to: sent; skipped because the email would no longer be true (its date
- * passed, or a newer notice of the account replaced it); or skipped because SMTP had already
+ * passed, or a newer code for the address or notice of the account replaced it); or skipped because SMTP had already
  * accepted it, in a run that ended before the job completed.
  */
 export type EmailResult = { sent: true } | { skipped: 'expired' | 'replaced' | 'delivered' };

@@ -1,4 +1,4 @@
-import { DEADLINE_MARGIN_MS, EMAIL_QUEUE, noticesKey } from '@tessera/contracts';
+import { DEADLINE_MARGIN_MS, EMAIL_QUEUE, newestKeyOf } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 
 /**
@@ -12,9 +12,14 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
     async wasDelivered(jobId: string): Promise<boolean> {
       return (await redis.exists(key(jobId))) === 1;
     },
-    /** Whether the gateway recorded this deletion notice of the user, and a later one since. */
-    async wasReplaced(userId: string, jobId: string): Promise<boolean> {
-      const [newest, recorded] = await redis.hmget(noticesKey(prefix, userId), 'newest', jobId);
+    /**
+     * Whether the gateway recorded this code or deletion notice as its recipient's newest, and a
+     * later one since (newestKeyOf).
+     */
+    async wasReplaced(name: string, jobId: string, to: string): Promise<boolean> {
+      const key = newestKeyOf(prefix, name, jobId, to);
+      if (key === undefined) return false;
+      const [newest, recorded] = await redis.hmget(key, 'newest', jobId);
       return recorded !== null && newest !== null && newest !== jobId;
     },
     /** Records the acceptance until the job's deadline has passed: then no mailer would send it anyway. */

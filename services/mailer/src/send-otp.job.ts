@@ -14,11 +14,12 @@ export interface OtpEmail {
 
 /**
  * The code email: the code first in the subject and in both bodies, the product it signs in to (a code
- * is only safe typed into that product), and when it expires. `product` names the sender (`senderName`).
+ * is only safe typed into that product), and when it expires: at its time, or at the next code. `product` names the sender (`senderName`).
  */
 export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, product: string): Email {
   const subject = `${code} is your ${product} sign-in code`;
-  const validity = expiry(expiresAt, now);
+  // A new code replaces the address's code: the newest email is the one to use.
+  const validity = `${expiry(expiresAt, now)} If you ask for another code, this one stops working.`;
   const warnings = [
     `Type it only where you are signing in to ${product}, and never share it: nobody from ${product} will ever ask you for it.`,
     'If you did not ask to sign in, you can ignore this email.',

@@ -6,7 +6,6 @@ import {
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
-  noticeUserOf,
   REDACTED_CODE,
   SEND_OTP_JOB,
 } from '@tessera/contracts';
@@ -191,16 +190,20 @@ export function createMailWorker({
       const jobId = job.id ?? '';
       if (!isEmailJob(name)) throw new UnrecoverableError(`Unknown job ${name}`);
       const data = checked(name, job.data);
-      if (await deliveries.wasDelivered(jobId)) {
+      // Both asked at once (one round trip). Checked before every attempt: an email retried through
+      // an SMTP outage that a newer one outdated would arrive last and mislead (a code that no longer
+      // works; an account notice after the account's next transition, a cancellation or a new request).
+      const [delivered, replaced] = await Promise.all([
+        deliveries.wasDelivered(jobId),
+        deliveries.wasReplaced(name, jobId, data.to),
+      ]);
+      if (delivered) {
         logger.info({ jobId, to: maskEmail(data.to) }, `${name} already accepted by SMTP, not sent again`);
         return { skipped: 'delivered' };
       }
-      // Checked before every attempt: a notice retried through an SMTP outage that the account's
-      // next transition outdated (a cancellation, a new request) would arrive last and mislead.
-      const noticeUser = noticeUserOf(jobId);
-      if (noticeUser !== undefined && (await deliveries.wasReplaced(noticeUser, jobId))) {
+      if (replaced) {
         emails.add(1, { outcome: 'replaced' });
-        logger.info({ jobId }, `${name} replaced by a newer notice, not sent`);
+        logger.info({ jobId, to: maskEmail(data.to) }, `${name} replaced by a newer one, not sent`);
         return { skipped: 'replaced' };
       }
       const deadline = deliveryDeadline(job);

@@ -5,6 +5,7 @@ import {
   deletionScheduledJobId,
   type EmailJobName,
   type EmailJobs,
+  NOTICE_RETRY_WINDOW_MS,
 } from '@tessera/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
@@ -81,7 +82,7 @@ export function createAccountDeletion({
    */
   async function notify<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
     try {
-      await emails.addNotice(name, data, jobId, userId);
+      await emails.add(name, data, jobId, NOTICE_RETRY_WINDOW_MS);
     } catch (err) {
       log.error({ err, userId, jobId }, 'could not queue the account deletion email');
     }

@@ -3,8 +3,7 @@ import {
   EMAIL_JOB_OPTIONS,
   type EmailJobName,
   type EmailJobs,
-  NOTICE_RETRY_WINDOW_MS,
-  noticesKey,
+  newestKeyOf,
 } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
@@ -17,24 +16,22 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
 export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string) {
-  /** Resolves once the job is stored in Redis (not once the mail is sent). */
-  async function add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string): Promise<void> {
-    await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
-  }
   return {
-    add,
     /**
-     * Queues a notice of the account's deletion as its user's newest: one queued before, still
-     * waiting to be sent or retried, is then not sent (the mailer checks before every attempt).
+     * Resolves once the job is stored in Redis (not once the mail is sent). A code or an account
+     * notice is first recorded as its recipient's newest, kept `lifetimeMs` (how long it may be
+     * retried) and a margin: one queued before, still waiting to be sent or retried, is then not sent
+     * (the mailer checks before every attempt).
      */
-    async addNotice<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, userId: string) {
-      const key = noticesKey(prefix, userId);
-      await redis
-        .multi()
-        .hset(key, 'newest', jobId, jobId, '1')
-        .pexpire(key, NOTICE_RETRY_WINDOW_MS + DEADLINE_MARGIN_MS)
-        .exec();
-      await add(name, data, jobId);
+    async add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, lifetimeMs: number) {
+      const key = newestKeyOf(prefix, name, jobId, data.to);
+      if (key !== undefined)
+        await redis
+          .multi()
+          .hset(key, 'newest', jobId, jobId, '1')
+          .pexpire(key, lifetimeMs + DEADLINE_MARGIN_MS)
+          .exec();
+      await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
     },
   };
 }

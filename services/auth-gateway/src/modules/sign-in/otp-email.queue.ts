@@ -11,8 +11,16 @@ export interface OtpEmail {
 /** Hands a one-time-code email to the mailer; resolves once the job is stored in Redis. */
 export type EnqueueOtpEmail = (codeId: string, email: OtpEmail) => Promise<void>;
 
-/** The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`. */
-export function otpEmailQueue(emails: EmailQueue, keys: MailJobKeys): EnqueueOtpEmail {
+/**
+ * The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`;
+ * `codeTtl` (seconds) is how long a code lives.
+ */
+export function otpEmailQueue(emails: EmailQueue, keys: MailJobKeys, codeTtl: number): EnqueueOtpEmail {
   return (codeId, { to, code, expiresAt }) =>
-    emails.add(SEND_OTP_JOB, { to, sealedCode: sealCode(code, to, keys), expiresAt }, sendOtpJobId(codeId));
+    emails.add(
+      SEND_OTP_JOB,
+      { to, sealedCode: sealCode(code, to, keys), expiresAt },
+      sendOtpJobId(codeId),
+      codeTtl * 1000,
+    );
 }
