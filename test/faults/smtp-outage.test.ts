@@ -82,6 +82,8 @@ it('emails only the newest code to someone who asked again during the outage, th
     // The first code's email met the outage and waits for its retry when its reader asks again.
     await waitUntil('the first email refused', async () => (await queue.getDelayedCount()) === 1);
     expect((await send()).status).toBe(200);
+    // Both waiting for their retry: the first is next tried after the second was recorded.
+    await waitUntil('the second email refused', async () => (await queue.getDelayedCount()) === 2);
     sink.failNext(0);
     await waitUntil(
       'both emails done',

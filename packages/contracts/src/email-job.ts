@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { type Static, Type } from 'typebox';
 
 /** BullMQ queue that carries email jobs from the gateway to the mailer. */
@@ -26,6 +25,13 @@ export const SendOtpJobData = Type.Object({
     description: 'The code sealed with MAIL_JOB_KEY (sealed-code.ts), so Redis never holds it in clear',
   }),
   expiresAt: Type.String({ format: 'date-time', description: 'When the code stops working' }),
+  series: Type.Optional(
+    Type.String({
+      pattern: '^[0-9a-f]{64}$',
+      description:
+        "The address's codes as one series, where only the newest is sent (codesKey): an HMAC of the address under the gateway's OTP_SECRET",
+    }),
+  ),
   locale: Type.Optional(Type.String()),
 });
 export type SendOtpJobData = Static<typeof SendOtpJobData>;
@@ -109,22 +115,21 @@ export const noticesKey = (prefix: string, userId: string) => `${prefix}:${EMAIL
 export const noticeUserOf = (jobId: string) => /^deletion-(?:scheduled|cancelled)-(.+)-\d+$/.exec(jobId)?.[1];
 
 /**
- * The same hash for an address's code emails. A new code replaces the address's last one, so a code
- * email still queued through an SMTP outage after a newer one was queued would arrive last with a
- * code that no longer works: the mailer does not send it. The key names the address by its SHA-256
- * (the job beside it holds the address itself).
+ * The same hash for an address's code emails, named by the job's `series`. A new code replaces the
+ * address's last one, so a code email still queued through an SMTP outage after a newer one was
+ * queued would arrive last with a code that no longer works: the mailer does not send it.
  */
-export const codesKey = (prefix: string, to: string) =>
-  `${prefix}:${EMAIL_QUEUE}:codes:${createHash('sha256').update(to).digest('base64url')}`;
+export const codesKey = (prefix: string, series: string) => `${prefix}:${EMAIL_QUEUE}:codes:${series}`;
 
 /**
- * Where the gateway records `job` as the newest of its kind for its recipient (see noticesKey), if
- * it is of a kind where only the newest is sent.
+ * Where the newest email of a job's kind for its recipient is recorded (see noticesKey), for a kind
+ * where only the newest is sent: a user's deletion notices, an address's codes (by their series; a
+ * code queued without one, by a gateway of an earlier version, has none).
  */
-export function newestKeyOf(prefix: string, name: string, jobId: string, to: string): string | undefined {
+export function newestKeyOf(prefix: string, jobId: string, data: { to: string; series?: string }) {
   const noticeUser = noticeUserOf(jobId);
   if (noticeUser !== undefined) return noticesKey(prefix, noticeUser);
-  return name === SEND_OTP_JOB ? codesKey(prefix, to) : undefined;
+  return data.series === undefined ? undefined : codesKey(prefix, data.series);
 }
 
 /** Every job of the `email` queue by name, with the data it carries. */

@@ -57,7 +57,7 @@ export function createServices(
     clock,
   });
   const activeSessions = createActiveSessionStore(redis);
-  const emails = createEmailQueue(mailQueue, queueRedis, config.mail.queuePrefix);
+  const emails = createEmailQueue(mailQueue, queueRedis, config.mail.queuePrefix, log);
   const sessions = createSessions({
     db,
     activeSessions,
@@ -83,7 +83,7 @@ export function createServices(
   const otp = createOtpStore(redis, config.otp);
   const signIn = createSignInService({
     otp,
-    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys, config.otp.ttl),
+    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys, config.otp),
     startSession: sessions.start,
     finalizeDueDeletion: (email) => accountDeletion.finalizeDue(1, email),
     securityLog,

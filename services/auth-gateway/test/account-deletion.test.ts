@@ -161,7 +161,7 @@ const sessionsOf = (app: App, userId: string) =>
 const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionStore(app.redis)) =>
   createAccountDeletion({
     db: app.db,
-    emails: createEmailQueue(app.mailQueue, app.mailQueueRedis, app.mailQueue.opts.prefix ?? ''),
+    emails: createEmailQueue(app.mailQueue, app.mailQueueRedis, app.mailQueue.opts.prefix ?? '', app.log),
     securityLog: createSecurityLog(app.db, app.log),
     clock,
     log: app.log,

@@ -1,4 +1,12 @@
-import { EMAIL_BACKOFF, EMAIL_QUEUE, openCode, SEND_OTP_JOB, type SendOtpJobData } from '@tessera/contracts';
+import { createHash } from 'node:crypto';
+import {
+  codesKey,
+  EMAIL_BACKOFF,
+  EMAIL_QUEUE,
+  openCode,
+  SEND_OTP_JOB,
+  type SendOtpJobData,
+} from '@tessera/contracts';
 import { mentionsCode } from '@tessera/testing';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -85,6 +93,35 @@ describe('POST /api/v1/auth/send-otp-email', () => {
     await send('dave@example.com');
     const jobs = (await queue.getWaiting()).filter((job) => job.data.to === 'dave@example.com');
     expect(new Set(jobs.map((job) => job.id)).size).toBe(2);
+  });
+
+  it("records each code as its address's newest, under a series only the gateways can compute", async () => {
+    const waitingTo = async (email: string) =>
+      (await queue.getWaiting()).filter((job) => job.data.to === email);
+    await send('series@example.com');
+    const [older] = await waitingTo('series@example.com');
+    await send('series@example.com');
+    const newer = (await waitingTo('series@example.com')).find((job) => job.id !== older?.id);
+    const series = newer?.data.series ?? '';
+    expect(series).toMatch(/^[0-9a-f]{64}$/);
+    expect(older?.data.series).toBe(series);
+    await send('other.series@example.com');
+    const [other] = await waitingTo('other.series@example.com');
+    expect(other?.data.series).toMatch(/^[0-9a-f]{64}$/);
+    expect(other?.data.series).not.toBe(series);
+    // Keyed: not the address's plain hash, which anyone could compute from a list of addresses.
+    expect(series).not.toBe(createHash('sha256').update('series@example.com').digest('hex'));
+
+    const record = codesKey(gateway.config.mail.queuePrefix, series);
+    expect(await redis.hgetall(record)).toEqual({
+      newest: newer?.id,
+      [older?.id ?? '']: '1',
+      [newer?.id ?? '']: '1',
+    });
+    // Kept for the code's lifetime (300 s) and a minute's margin, no longer.
+    const ttl = await redis.pttl(record);
+    expect(ttl).toBeGreaterThan(300_000);
+    expect(ttl).toBeLessThanOrEqual(360_000);
   });
 
   it('answers alike for known and unknown emails', async () => {

@@ -16,8 +16,8 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
      * Whether the gateway recorded this code or deletion notice as its recipient's newest, and a
      * later one since (newestKeyOf).
      */
-    async wasReplaced(name: string, jobId: string, to: string): Promise<boolean> {
-      const key = newestKeyOf(prefix, name, jobId, to);
+    async wasReplaced(jobId: string, data: { to: string; series?: string }): Promise<boolean> {
+      const key = newestKeyOf(prefix, jobId, data);
       if (key === undefined) return false;
       const [newest, recorded] = await redis.hmget(key, 'newest', jobId);
       return recorded !== null && newest !== null && newest !== jobId;

@@ -195,7 +195,7 @@ export function createMailWorker({
       // works; an account notice after the account's next transition, a cancellation or a new request).
       const [delivered, replaced] = await Promise.all([
         deliveries.wasDelivered(jobId),
-        deliveries.wasReplaced(name, jobId, data.to),
+        deliveries.wasReplaced(jobId, data),
       ]);
       if (delivered) {
         logger.info({ jobId, to: maskEmail(data.to) }, `${name} already accepted by SMTP, not sent again`);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  codesKey,
   DELETION_SCHEDULED_JOB,
   type DeletionScheduledJobData,
   EMAIL_JOB_OPTIONS,
@@ -103,12 +104,13 @@ interface CodeEmail {
   to: string;
   code: string;
   expiresAt: string;
+  series?: string;
 }
 
 /** A code email's job data as the gateway queues it: the code sealed with the (development) key. */
-function jobData({ to, code, expiresAt }: CodeEmail): SendOtpJobData {
+function jobData({ to, code, expiresAt, series }: CodeEmail): SendOtpJobData {
   codesSent.add(code);
-  return { to, sealedCode: sealCode(code, to, config.mailJobKeys), expiresAt };
+  return { to, sealedCode: sealCode(code, to, config.mailJobKeys), expiresAt, ...(series && { series }) };
 }
 
 /** Enqueues a code email exactly as the gateway does; `outcome` settles when the worker is done with it. */
@@ -276,6 +278,43 @@ describe('send-otp jobs', () => {
     const again = await send(email, first.jobId);
     expect(await again.outcome).toMatchObject({ state: 'completed', result: { skipped: 'delivered' } });
     expect(mailsTo('bill@example.com')).toHaveLength(1);
+  });
+
+  it("sends only the newest code of an address's series: an older one still waiting is dropped as replaced", async () => {
+    const to = 'twice@example.com';
+    const series = randomBytes(32).toString('hex');
+    // Both queued while no mailer takes them, as through an SMTP outage, each recorded as the gateway
+    // records it once queued.
+    await mailWorker.worker.pause();
+    let older: Awaited<ReturnType<typeof send>>;
+    let newer: Awaited<ReturnType<typeof send>>;
+    try {
+      older = await send({ to, code: '4736', expiresAt: inMinutes(4), series });
+      await inspector.hset(codesKey(redis.bullmqPrefix, series), 'newest', older.jobId, older.jobId, '1');
+      newer = await send({ to, code: '5829', expiresAt: inMinutes(5), series });
+      await inspector.hset(codesKey(redis.bullmqPrefix, series), 'newest', newer.jobId, newer.jobId, '1');
+    } finally {
+      await mailWorker.worker.resume();
+    }
+    expect(await older.outcome).toMatchObject({ state: 'completed', result: { skipped: 'replaced' } });
+    expect(await newer.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
+    expect(mailsTo(to).map((mail) => mail.subject)).toEqual(['5829 is your Tessera sign-in code']);
+  });
+
+  it('sends a code whose series holds no record of it: its record failed, or came after a newer one', async () => {
+    const series = randomBytes(32).toString('hex');
+    const unrecorded = await send({
+      to: 'unrecorded@example.com',
+      code: '6374',
+      expiresAt: inMinutes(5),
+      series,
+    });
+    expect(await unrecorded.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
+    // Another job is the newest recorded, but this one was never recorded: it is sent.
+    await inspector.hset(codesKey(redis.bullmqPrefix, series), 'newest', nextJobId());
+    const late = await send({ to: 'unrecorded@example.com', code: '7485', expiresAt: inMinutes(5), series });
+    expect(await late.outcome).toMatchObject({ state: 'completed', result: { sent: true } });
+    expect(mailsTo('unrecorded@example.com')).toHaveLength(2);
   });
 
   it('retries a temporary SMTP failure with backoff and delivers once', async () => {

@@ -7,6 +7,7 @@ import {
 } from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
+import type { FastifyBaseLogger } from 'fastify';
 
 export type EmailQueue = ReturnType<typeof createEmailQueue>;
 
@@ -15,23 +16,28 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * delivery policy (the mailer retries it until its deadline) and an id that makes a repeated enqueue
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
-export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string) {
+export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
   return {
     /**
      * Resolves once the job is stored in Redis (not once the mail is sent). A code or an account
-     * notice is first recorded as its recipient's newest, kept `lifetimeMs` (how long it may be
-     * retried) and a margin: one queued before, still waiting to be sent or retried, is then not sent
-     * (the mailer checks before every attempt).
+     * notice is then recorded as its recipient's newest, kept `lifetimeMs` (how long it may be
+     * retried) and a margin: one queued before, still waiting to be sent or retried, is then not
+     * sent (the mailer checks before every attempt). Recorded only once queued, so that the newest
+     * recorded is always a job that exists; a job whose record is not there yet is sent.
      */
     async add<N extends EmailJobName>(name: N, data: EmailJobs[N], jobId: string, lifetimeMs: number) {
-      const key = newestKeyOf(prefix, name, jobId, data.to);
-      if (key !== undefined)
-        await redis
-          .multi()
-          .hset(key, 'newest', jobId, jobId, '1')
-          .pexpire(key, lifetimeMs + DEADLINE_MARGIN_MS)
-          .exec();
       await queue.add(name, data, { ...EMAIL_JOB_OPTIONS, jobId });
+      const key = newestKeyOf(prefix, jobId, data);
+      if (key === undefined) return;
+      // Without it, an older email still being retried is sent too: not worth failing the request.
+      await redis
+        .multi()
+        .hset(key, 'newest', jobId, jobId, '1')
+        .pexpire(key, lifetimeMs + DEADLINE_MARGIN_MS)
+        .exec()
+        .catch((err: unknown) =>
+          log.warn({ err, jobId }, 'could not record the newest email of its recipient'),
+        );
     },
   };
 }

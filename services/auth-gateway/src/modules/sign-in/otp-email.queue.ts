@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { type MailJobKeys, SEND_OTP_JOB, sealCode, sendOtpJobId } from '@tessera/contracts';
 import type { EmailQueue } from '../email/email.queue.ts';
 
@@ -12,15 +13,23 @@ export interface OtpEmail {
 export type EnqueueOtpEmail = (codeId: string, email: OtpEmail) => Promise<void>;
 
 /**
- * The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`;
- * `codeTtl` (seconds) is how long a code lives.
+ * The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`,
+ * and its address's series of codes (of which only the newest is sent) named by an HMAC under
+ * `OTP_SECRET`, as the codes' own keys are: Redis holds no hash anyone could compute from an address.
+ * `otp.ttl` (seconds) is how long a code lives.
  */
-export function otpEmailQueue(emails: EmailQueue, keys: MailJobKeys, codeTtl: number): EnqueueOtpEmail {
+export function otpEmailQueue(
+  emails: EmailQueue,
+  keys: MailJobKeys,
+  otp: { ttl: number; secret: string },
+): EnqueueOtpEmail {
+  const seriesOf = (to: string) =>
+    createHmac('sha256', otp.secret).update(`mail-series\0${to}`).digest('hex');
   return (codeId, { to, code, expiresAt }) =>
     emails.add(
       SEND_OTP_JOB,
-      { to, sealedCode: sealCode(code, to, keys), expiresAt },
+      { to, sealedCode: sealCode(code, to, keys), expiresAt, series: seriesOf(to) },
       sendOtpJobId(codeId),
-      codeTtl * 1000,
+      otp.ttl * 1000,
     );
 }
