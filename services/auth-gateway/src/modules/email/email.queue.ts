@@ -8,6 +8,19 @@ import {
 import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Result } from 'ioredis';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    recordNewest(key: string, jobId: string, ttlMs: number): Result<unknown, Context>;
+  }
+}
+
+/** The job as its recipient's newest, and as one recorded; the hash kept as long as given. */
+const RECORD_NEWEST = `
+redis.call('HSET', KEYS[1], 'newest', ARGV[1], ARGV[1], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+`;
 
 export type EmailQueue = ReturnType<typeof createEmailQueue>;
 
@@ -17,6 +30,7 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
 export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
+  redis.defineCommand('recordNewest', { numberOfKeys: 1, lua: RECORD_NEWEST });
   return {
     /**
      * Resolves once the job is stored in Redis (not once the mail is sent). A code or an account
@@ -31,10 +45,7 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
       if (key === undefined) return;
       // Without it, an older email still being retried is sent too: not worth failing the request.
       await redis
-        .multi()
-        .hset(key, 'newest', jobId, jobId, '1')
-        .pexpire(key, lifetimeMs + DEADLINE_MARGIN_MS)
-        .exec()
+        .recordNewest(key, jobId, lifetimeMs + DEADLINE_MARGIN_MS)
         .catch((err: unknown) =>
           log.warn({ err, jobId }, 'could not record the newest email of its recipient'),
         );
