@@ -126,10 +126,10 @@ export const codesKey = (prefix: string, series: string) => `${prefix}:${EMAIL_Q
  * where only the newest is sent: a user's deletion notices, an address's codes (by their series; a
  * code queued without one, by a gateway of an earlier version, has none).
  */
-export function newestKeyOf(prefix: string, jobId: string, data: { to: string; series?: string }) {
+export function newestKeyOf(prefix: string, jobId: string, data: EmailJobs[EmailJobName]) {
   const noticeUser = noticeUserOf(jobId);
   if (noticeUser !== undefined) return noticesKey(prefix, noticeUser);
-  return data.series === undefined ? undefined : codesKey(prefix, data.series);
+  return 'series' in data && data.series !== undefined ? codesKey(prefix, data.series) : undefined;
 }
 
 /** Every job of the `email` queue by name, with the data it carries. */

@@ -1,4 +1,10 @@
-import { DEADLINE_MARGIN_MS, EMAIL_QUEUE, newestKeyOf } from '@tessera/contracts';
+import {
+  DEADLINE_MARGIN_MS,
+  EMAIL_QUEUE,
+  type EmailJobName,
+  type EmailJobs,
+  newestKeyOf,
+} from '@tessera/contracts';
 import type { RedisClient } from '@tessera/redis';
 
 /**
@@ -16,7 +22,7 @@ export function createDeliveriesStore(redis: RedisClient, prefix: string) {
      * Whether the gateway recorded this code or deletion notice as its recipient's newest, and a
      * later one since (newestKeyOf).
      */
-    async wasReplaced(jobId: string, data: { to: string; series?: string }): Promise<boolean> {
+    async wasReplaced(jobId: string, data: EmailJobs[EmailJobName]): Promise<boolean> {
       const key = newestKeyOf(prefix, jobId, data);
       if (key === undefined) return false;
       const [newest, recorded] = await redis.hmget(key, 'newest', jobId);
