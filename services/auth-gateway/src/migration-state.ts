@@ -50,7 +50,9 @@ export function schemaState(db: Kysely<Database>) {
     /** One query until the schema is first seen current; none after. Rejects while Postgres does not answer. */
     async isCurrent(): Promise<boolean> {
       // A schema that cannot be read is taken as current: readiness then checks what it did before.
-      if (!current) current = ((await missingMigrations(db)) ?? []).length === 0;
+      // Only ever set, never cleared: a slower check that began before the last migration landed
+      // must not undo what a later one saw.
+      if (!current && ((await missingMigrations(db)) ?? []).length === 0) current = true;
       return current;
     },
   };
