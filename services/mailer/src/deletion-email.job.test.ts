@@ -1,12 +1,11 @@
 import { parseMailJobKeys } from '@tessera/contracts';
 import { describe, expect, it } from 'vitest';
+import { recordingTransport } from '../test/recording-transport.ts';
 import {
   composeDeletionCancelledEmail,
   composeDeletionScheduledEmail,
   sendDeletionScheduled,
 } from './deletion-email.job.ts';
-import type { Email } from './mime.ts';
-import type { MailTransport } from './transport.ts';
 
 const SCHEDULED_FOR = '2026-12-22T09:05:00.000Z';
 
@@ -86,15 +85,7 @@ describe('composeDeletionCancelledEmail', () => {
 });
 
 describe('sendDeletionScheduled', () => {
-  const sent: Email[] = [];
-  const transport: MailTransport = {
-    delivery: 'outbox',
-    send: async (email) => {
-      sent.push(email);
-    },
-    verify: async () => {},
-    close: () => {},
-  };
+  const { transport, sent } = recordingTransport();
 
   it('sends before the date and skips once it has passed (the account is gone by then)', async () => {
     const data = { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR };

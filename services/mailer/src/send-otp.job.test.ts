@@ -1,9 +1,8 @@
 import { parseMailJobKeys, sealCode } from '@tessera/contracts';
 import { UnrecoverableError } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import type { Email } from './mime.ts';
+import { recordingTransport } from '../test/recording-transport.ts';
 import { composeOtpEmail, sendOtp } from './send-otp.job.ts';
-import type { MailTransport } from './transport.ts';
 
 const now = new Date('2026-03-01T12:00:00.000Z');
 const expiringIn = (seconds: number) => new Date(now.getTime() + seconds * 1000).toISOString();
@@ -67,15 +66,7 @@ describe('composeOtpEmail', () => {
 describe('sendOtp', () => {
   it('sends nothing for a seal that opens to anything but four digits, and does not retry it', async () => {
     const keys = parseMailJobKeys();
-    const sent: Email[] = [];
-    const transport: MailTransport = {
-      delivery: 'outbox',
-      send: async (email) => {
-        sent.push(email);
-      },
-      verify: async () => {},
-      close: () => {},
-    };
+    const { transport, sent } = recordingTransport();
     const to = 'a@example.com';
     for (const code of ['<a href="https://evil.example">4826</a>', '48261', '']) {
       const data = { to, sealedCode: sealCode(code, to, keys), expiresAt: expiringIn(300) };
