@@ -83,7 +83,10 @@ export function createServices(
   const otp = createOtpStore(redis, config.otp);
   const signIn = createSignInService({
     otp,
-    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys, config.otp),
+    enqueueOtpEmail: otpEmailQueue(emails, config.mail.jobKeys, {
+      ttl: config.otp.ttl,
+      seriesOf: otp.seriesOf,
+    }),
     startSession: sessions.start,
     finalizeDueDeletion: (email) => accountDeletion.finalizeDue(1, email),
     securityLog,

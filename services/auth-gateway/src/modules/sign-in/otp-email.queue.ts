@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { type MailJobKeys, SEND_OTP_JOB, sealCode, sendOtpJobId } from '@tessera/contracts';
 import type { EmailQueue } from '../email/email.queue.ts';
 
@@ -14,22 +13,19 @@ export type EnqueueOtpEmail = (codeId: string, email: OtpEmail) => Promise<void>
 
 /**
  * The `send-otp` job of the email contract, one per issued code, its code sealed with `MAIL_JOB_KEY`,
- * and its address's series of codes (of which only the newest is sent) named by an HMAC under
- * `OTP_SECRET`, as the codes' own keys are: Redis holds no hash anyone could compute from an address.
- * `otp.ttl` (seconds) is how long a code lives.
+ * and its address's series of codes (of which only the newest is sent) named by `seriesOf`, the OTP
+ * store's keyed hash. `ttl` (seconds) is how long a code lives.
  */
 export function otpEmailQueue(
   emails: EmailQueue,
   keys: MailJobKeys,
-  otp: { ttl: number; secret: string },
+  { ttl, seriesOf }: { ttl: number; seriesOf: (to: string) => string },
 ): EnqueueOtpEmail {
-  const seriesOf = (to: string) =>
-    createHmac('sha256', otp.secret).update(`mail-series\0${to}`).digest('hex');
   return (codeId, { to, code, expiresAt }) =>
     emails.add(
       SEND_OTP_JOB,
       { to, sealedCode: sealCode(code, to, keys), expiresAt, series: seriesOf(to) },
       sendOtpJobId(codeId),
-      otp.ttl * 1000,
+      ttl * 1000,
     );
 }

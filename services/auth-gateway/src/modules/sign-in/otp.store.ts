@@ -227,6 +227,12 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
 
   return {
     /**
+     * The email's codes as one series, which names the record of its newest code email beside the
+     * mail queue (otp-email.queue.ts): keyed like every key here, so it tells no address.
+     */
+    seriesOf: (email: string) => hmac('mail-series', email),
+
+    /**
      * Stores a new code for the email, replacing any previous one, unless a send limit refuses it:
      * the email's cooldown, its inbox's hourly cap, its wrong guesses at their daily bound, or the
      * client IP's hourly cap. `nextAfter`: the seconds until the next send would be allowed;
