@@ -142,6 +142,20 @@ describe('on a Redis Cluster', () => {
     tessera.startMailer({ REDIS_URL: as(cluster.nodes.split(',')[0] ?? '', 'tessera-mailer') });
     expect(await signsIn(tessera, 'acl-cluster@example.com')).toBe(200);
   });
+
+  it("shows an address's limits and newest code email to an operator with the gateway's user", async () => {
+    const email = 'acl-cluster@example.com';
+    const shown = await tessera.command(['src/limits-cli.ts', 'show', '--email', email, '--json']);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      email,
+      // Used to sign in: gone, and its cooldown with it.
+      code: null,
+      cooldown: { held: 0 },
+      inbox: { held: 1 },
+      codeEmail: { state: 'accepted' },
+    });
+  });
 });
 
 // infra/k8s, read as Kubernetes reads it: a container's command, its variables (secrets and

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { migrateToLatest } from '@tessera/infra';
 import {
   createDatabase,
@@ -18,6 +20,8 @@ import {
 // Tessera as an operator runs it, for the fault tests: the gateway and the mailer as processes in
 // production mode, pointed at the servers the test owns.
 
+const GATEWAY_DIR = fileURLToPath(new URL('../../services/auth-gateway', import.meta.url));
+
 export interface Backends {
   databaseUrl: string;
   redisUrl: string;
@@ -35,6 +39,8 @@ export interface Tessera {
   call: ReturnType<typeof jsonClient>;
   /** Requests a code for `email` and reads it from the email the mailer delivered. */
   codeByEmail(email: string): Promise<string>;
+  /** Runs an operator's command of the gateway (`src/limits-cli.ts show …`) with the gateway's settings. */
+  command(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Waits until the gateway's readiness probe answers 200 again (after a dependency came back). */
   readyAgain(): Promise<void>;
   stop(): Promise<void>;
@@ -51,7 +57,7 @@ export async function startTessera(backends: Backends, env: Record<string, strin
     SHUTDOWN_TIMEOUT: '10',
     ...env,
   };
-  const { gateway, url: baseUrl } = await startGatewayProcess({
+  const gatewayEnv = {
     ...shared,
     // Its listening address, which startGatewayProcess waits for, is logged at info.
     LOG_LEVEL: 'info',
@@ -62,7 +68,8 @@ export async function startTessera(backends: Backends, env: Record<string, strin
       .toString(),
     OTP_SECRET: 'faults-otp-secret-0123456789abcdef0123456789',
     OTP_RESEND_COOLDOWN: '0',
-  });
+  };
+  const { gateway, url: baseUrl } = await startGatewayProcess(gatewayEnv);
   const mailers: ServiceProcess[] = [];
 
   const call = jsonClient(baseUrl);
@@ -91,6 +98,16 @@ export async function startTessera(backends: Backends, env: Record<string, strin
       seen.add(mail);
       return /\b(\d{4})\b/.exec(mail.subject)?.[1] ?? '';
     },
+    command: (args) =>
+      new Promise((resolve) => {
+        const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...gatewayEnv };
+        execFile(
+          process.execPath,
+          args,
+          { cwd: GATEWAY_DIR, env, timeout: 30_000 },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      }),
     readyAgain: () =>
       waitUntil('gateway ready again', () =>
         fetch(`${baseUrl}/health/ready`).then(

@@ -132,6 +132,13 @@ export function newestKeyOf(prefix: string, jobId: string, data: EmailJobs[Email
   return 'series' in data && data.series !== undefined ? codesKey(prefix, data.series) : undefined;
 }
 
+/**
+ * Where a mailer records that SMTP accepted a job (the time, ms since the epoch), by its id, kept until
+ * its deadline has passed: a job run again after a crash is not sent twice, and an operator's look
+ * (`limits:show`) tells a code email delivered.
+ */
+export const deliveredKey = (prefix: string, jobId: string) => `${prefix}:${EMAIL_QUEUE}:delivered:${jobId}`;
+
 /** Every job of the `email` queue by name, with the data it carries. */
 export interface EmailJobs {
   [SEND_OTP_JOB]: SendOtpJobData;

@@ -405,19 +405,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
   });
 }
 
-/** What an operator's command may read of the gateway's configuration besides its Redis. */
-export type OperatorSection = 'database' | 'otp';
+/**
+ * What an operator's command may read of the gateway's configuration besides its Redis: `queue` is
+ * the mail queue's `BULLMQ_PREFIX` alone (not `MAIL_JOB_KEY`).
+ */
+export type OperatorSection = 'database' | 'otp' | 'queue';
 
 /** An operator's command's configuration: the gateway's settings of its logs and Redis, and of `S`. */
 export type OperatorConfig<S extends OperatorSection = never> = Pick<
   GatewayConfig,
-  'env' | 'log' | 'redis' | S
->;
+  'env' | 'log' | 'redis' | Exclude<S, 'queue'>
+> &
+  ('queue' extends S ? { mail: Pick<GatewayConfig['mail'], 'queuePrefix'> } : unknown);
 
 /**
  * The configuration of an operator's command (`sessions:end`, `limits:lift`): the gateway's variables
  * of the sections it `reads`, checked as a gateway checks them, and no other. Of the secrets
- * production requires, only `OTP_SECRET`, for a command that reads `otp`: neither needs the signing
+ * production requires, only `OTP_SECRET`, for a command that reads `otp`: none needs the signing
  * key nor the mail job key.
  */
 export function loadOperatorConfig<S extends OperatorSection>(
@@ -428,14 +432,25 @@ export function loadOperatorConfig<S extends OperatorSection>(
   checkRedisUrl(config.redis.url, config.redis.clusterNodes);
   if (config.database) checkDatabaseUrl(config.database.url);
   if (config.otp) requireInProduction(env, [['OTP_SECRET']]);
+  if (config.mail)
+    checkQueueSettings({
+      redisUrl: config.redis.url,
+      clusterNodes: config.redis.clusterNodes,
+      prefix: config.mail.queuePrefix,
+    });
   return Object.freeze({
     ...config,
     ...(config.otp && { otp: otpSettings(env, config.otp) }),
   }) as OperatorConfig<S>;
 }
 
-const operatorSchema = (reads: readonly OperatorSection[]) =>
-  Type.Pick(GatewayConfigSchema, ['env', 'log', 'redis', ...reads]);
+const operatorSchema = (reads: readonly OperatorSection[]) => {
+  const sections = reads.filter((section) => section !== 'queue');
+  const schema = Type.Pick(GatewayConfigSchema, ['env', 'log', 'redis', ...sections]);
+  if (!reads.includes('queue')) return schema;
+  const mail = Type.Pick(GatewayConfigSchema.properties.mail, ['queuePrefix']);
+  return Type.Object({ ...schema.properties, mail });
+};
 
 /**
  * The variables of `env` that look like a misspelling (`misspelledVariables`) of a setting an

@@ -1,44 +1,49 @@
 import { parseArgs } from 'node:util';
+import { DEADLINE_MARGIN_MS } from '@tessera/contracts';
 import type { FastifyInstance } from 'fastify';
 import type { OperatorConfig } from './config.ts';
+import { type CodeEmailStanding, newestCodeEmail } from './modules/email/email.queue.ts';
+import type { Standing } from './modules/limits/sliding-window.ts';
 import { mailboxOf, normalizeEmail } from './modules/sign-in/email-address.ts';
-import { createOtpStore } from './modules/sign-in/otp.store.ts';
+import { createOtpStore, type OtpStore } from './modules/sign-in/otp.store.ts';
 import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
-Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits.
-Where gateways of that prefix told that Redis their OTP_SECRETs in the last 5 minutes, it refuses (exit code 1) one
-that none of them ran with.
-Forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
-its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.`;
+       limits-cli.ts show --email <address> [--json]
+Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
+show also BULLMQ_PREFIX. Where gateways of that prefix told that Redis their OTP_SECRETs in the last 5 minutes, it
+refuses (exit code 1) one that none of them ran with.
+lift: forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
+its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.
+show: changes nothing; prints the address's code (its wrong guesses, its time left), those three limits as they
+stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error).`;
 
 /**
- * An operator's lift of one address's sign-in limits (package script `limits:lift`), for a user
- * locked out by someone else's wrong guesses. Exit code 0 when done, 1 when Redis or the
- * configuration fails or its OTP_SECRET is none the gateways told (a line of its own on stderr), 2 on
- * a usage error.
+ * An operator's look at one address's sign-in limits, or their lift (package scripts `limits:show`
+ * and `limits:lift`), for a user who gets no code or is locked out by someone else's wrong guesses.
+ * Exit code 0 when done, 1 when Redis or the configuration fails or its OTP_SECRET is none the
+ * gateways told (a line of its own on stderr), 2 on a usage error.
  */
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return runOperatorCommand(
-    { name: 'limits lift', usage: USAGE, parse, reads: ['otp'], run: lift },
-    argv,
-    env,
-  );
+  return argv[0] === 'show'
+    ? runOperatorCommand(
+        { name: 'limits show', usage: USAGE, parse: parse('show'), reads: ['otp', 'queue'], run: show },
+        argv,
+        env,
+      )
+    : runOperatorCommand(
+        { name: 'limits lift', usage: USAGE, parse: parse('lift'), reads: ['otp'], run: lift },
+        argv,
+        env,
+      );
 }
 
-async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config: OperatorConfig<'otp'>) {
+async function lift(args: Args, app: FastifyInstance, config: OperatorConfig<'otp'>) {
   const otp = createOtpStore(app.redis, config.otp);
-  // Keys are HMACs under OTP_SECRET: under another than the gateways', the lift would find nothing.
-  const { told, ours } = await otp.secretsTold(OTP_SECRET_WINDOW * 1000, false);
-  if (told > 0 && !ours) {
-    console.error(
-      `limits lift: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" on this Redis ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant`,
-    );
-    return 1;
-  }
-  const email = normalizeEmail(args.email);
-  const lifted = await otp.lift({ email, mailbox: mailboxOf(email) });
+  if (!(await secretIsTheGateways(otp, 'limits lift', config))) return 1;
+  const { email, recipient } = addressOf(args);
+  const lifted = await otp.lift(recipient);
   const counted = `${count(lifted.wrongGuesses, 'wrong code')} in the last 24 hours and ${count(lifted.codesSent, 'code')} sent in the last hour`;
   console.log(
     args.json
@@ -51,21 +56,102 @@ async function lift(args: ReturnType<typeof parse>, app: FastifyInstance, config
   return 0;
 }
 
+async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'otp' | 'queue'>) {
+  const otp = createOtpStore(app.redis, config.otp);
+  if (!(await secretIsTheGateways(otp, 'limits show', config))) return 1;
+  const { email, recipient } = addressOf(args);
+  const [standing, codeEmail] = await Promise.all([
+    otp.standing(recipient),
+    newestCodeEmail(app.mailQueue, app.mailQueueRedis, config.mail.queuePrefix, otp.seriesOf(email)),
+  ]);
+  if (args.json) {
+    const { code, cooldown, email: inbox, failures } = standing;
+    console.log(JSON.stringify({ email, code, cooldown, inbox, wrongGuesses: failures, codeEmail }));
+    return 0;
+  }
+  const { code, cooldown, email: inbox, failures } = standing;
+  console.log(
+    [
+      `sign-in limits of ${email}, as they stand (a client IP's own are not shown):`,
+      `- code: ${
+        code === null
+          ? 'none held (used, expired, or not asked for)'
+          : `${code.wrongGuesses >= code.maxAttempts ? 'locked by' : 'held, with'} ${code.wrongGuesses} of ${code.maxAttempts} wrong guesses, expires in ${duration(code.expiresIn)}`
+      }`,
+      `- resend cooldown: ${cooldown.retryAfter > 0 ? `${duration(cooldown.retryAfter)} left` : 'none'}`,
+      `- codes sent to its inbox in the last hour: ${window(inbox, 'no code is sent')}`,
+      `- wrong codes in the last 24 hours: ${window(failures, 'every send and sign-in is refused')}`,
+      // Its record lasts as long as the code may be retried, and a margin.
+      `- newest code email: ${codeEmail === null ? `none queued in the last ${duration(config.otp.ttl + DEADLINE_MARGIN_MS / 1000)}` : describe(codeEmail)}`,
+    ].join('\n'),
+  );
+  return 0;
+}
+
+/** Keys are HMACs under OTP_SECRET: under another than the gateways', the command would find none. */
+async function secretIsTheGateways(otp: OtpStore, name: string, config: OperatorConfig) {
+  const { told, ours } = await otp.secretsTold(OTP_SECRET_WINDOW * 1000, false);
+  if (told === 0 || ours) return true;
+  console.error(
+    `${name}: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" on this Redis ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant`,
+  );
+  return false;
+}
+
+function addressOf(args: Args) {
+  const email = normalizeEmail(args.email);
+  return { email, recipient: { email, mailbox: mailboxOf(email) } };
+}
+
+const window = ({ held, limit, retryAfter }: Standing, full: string) =>
+  `${held} of ${limit}${retryAfter > 0 ? `: ${full} for ${duration(retryAfter)}` : ''}`;
+
+function describe(codeEmail: CodeEmailStanding) {
+  const job = `(job ${codeEmail.jobId})`;
+  if (codeEmail.state === 'accepted') return `accepted by the SMTP server at ${codeEmail.acceptedAt} ${job}`;
+  const { state, queuedAt, attemptsMade, lastError } = codeEmail;
+  const last = lastError === null ? '' : `, the last: ${lastError}`;
+  switch (state) {
+    case 'waiting':
+      return `waiting for a mailer since ${queuedAt} ${job}`;
+    case 'active':
+      return `being sent, attempt ${attemptsMade + 1} ${job}`;
+    case 'delayed':
+      return `waiting for its retry after ${count(attemptsMade, 'failed attempt')}${last} ${job}`;
+    case 'failed':
+      return `failed for good after ${count(attemptsMade, 'attempt')}${last} ${job}`;
+    case 'gone':
+      return `no longer in the queue, and no delivery of it recorded ${job}`;
+  }
+}
+
+/** `42 s`, `4 min 5 s`, `1 min`, `23 h 59 min`. */
+function duration(seconds: number) {
+  if (seconds < 60) return `${seconds} s`;
+  const [big, rest, small] =
+    seconds < 3600
+      ? [`${Math.floor(seconds / 60)} min`, seconds % 60, 's']
+      : [`${Math.floor(seconds / 3600)} h`, Math.floor((seconds % 3600) / 60), 'min'];
+  return rest === 0 ? big : `${big} ${rest} ${small}`;
+}
+
 const count = (n: number, what: string) =>
   n === 0 ? `no ${what}s` : n === 1 ? `1 ${what}` : `${n} ${what}s`;
 
-function parse(argv: string[]) {
+type Args = ReturnType<ReturnType<typeof parse>>;
+
+const parse = (verb: 'lift' | 'show') => (argv: string[]) => {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: { email: { type: 'string', multiple: true }, json: { type: 'boolean', default: false } },
   });
-  if (positionals.join(' ') !== 'lift')
+  if (positionals.join(' ') !== verb)
     throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
   const [email, ...more] = values.email ?? [];
   if (email === undefined || email.trim() === '' || more.length > 0)
     throw new Error('give --email once: one address at a time');
   return { email, json: values.json };
-}
+};
 
 if (import.meta.main) process.exitCode = await runLimitsCli(process.argv.slice(2));

@@ -10,6 +10,7 @@ import {
 } from './config.ts';
 import { loggerOptions } from './logging.ts';
 import db from './plugins/db.ts';
+import mailQueue from './plugins/mail-queue.ts';
 import redis from './plugins/redis.ts';
 
 export interface OperatorCommand<Args, S extends OperatorSection> {
@@ -18,7 +19,10 @@ export interface OperatorCommand<Args, S extends OperatorSection> {
   usage: string;
   /** Reads the arguments; throws a usage error. */
   parse: (argv: string[]) => Args;
-  /** What it reads of the gateway's configuration besides Redis: `database` (and gets Postgres), `otp`. */
+  /**
+   * What it reads of the gateway's configuration besides Redis: `database` (and gets Postgres), `otp`,
+   * `queue` (and gets the mail queue).
+   */
   reads: S[];
   /** The command itself; answers its exit code. */
   run: (args: Args, app: FastifyInstance, config: OperatorConfig<S>) => Promise<number>;
@@ -63,6 +67,8 @@ export async function runOperatorCommand<Args, S extends OperatorSection>(
     const { database } = config as Partial<OperatorConfig<'database'>>;
     if (database) await app.register(db, database);
     await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
+    const { mail } = config as Partial<OperatorConfig<'queue'>>;
+    if (mail) await app.register(mailQueue, { redis: config.redis, prefix: mail.queuePrefix });
     await app.ready();
     return await command.run(args, app, config);
   } catch (error) {

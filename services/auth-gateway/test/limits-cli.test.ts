@@ -1,20 +1,29 @@
-import { startPrivateRedis } from '@tessera/testing';
+import { createMailWorker } from '@tessera/mailer';
+import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
+import { createTransport } from '@tessera/mailer/transport';
+import { startPrivateRedis, startSmtpSink } from '@tessera/testing';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { runLimitsCli } from '../src/limits-cli.ts';
 import { body, envBeside, post, runScript, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // The operator's lift of an address's sign-in limits (`pnpm --filter @tessera/auth-gateway
-// limits:lift`), run against the Redis of a running gateway, as the README's support steps use it.
+// limits:lift`), and their look at them (`limits:show`), run against the Redis of a running gateway,
+// as the README's support steps use them.
 
 const SEND = '/api/v1/auth/send-otp-email';
 const VERIFY = '/api/v1/auth/verify-otp-email';
 
+// The commands read the limits as the gateways have them.
+const LIMITS = {
+  OTP_RESEND_COOLDOWN: '60',
+  OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '3',
+  OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '2',
+};
+
 let gateway: TestGateway;
 beforeAll(async () => {
-  gateway = await startGateway({
-    OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '3',
-    OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: '2',
-  });
+  gateway = await startGateway(LIMITS);
   // Its background work started, and its OTP_SECRET told, as a running gateway's is.
   await gateway.app.ready();
   await vi.waitFor(async () => expect(await gateway.app.redis.hlen('fleet:otp-secrets')).toBe(1), {
@@ -24,17 +33,22 @@ beforeAll(async () => {
 afterAll(() => gateway?.close());
 
 /** Runs the command with the gateway's environment, and `more`; its exit code and what it printed. */
-async function limitsLift(args: string[], more: NodeJS.ProcessEnv = {}) {
+async function limits(verb: 'lift' | 'show', args: string[], more: NodeJS.ProcessEnv = {}) {
   const out = vi.spyOn(console, 'log').mockImplementation(() => {});
   const err = vi.spyOn(console, 'error').mockImplementation(() => {});
   try {
-    const code = await runLimitsCli(['lift', ...args], { ...envBeside(gateway), ...more });
+    const code = await runLimitsCli([verb, ...args], {
+      ...envBeside(gateway, LIMITS),
+      ...more,
+    });
     return { code, out: out.mock.calls.join('\n'), err: err.mock.calls.join('\n') };
   } finally {
     out.mockRestore();
     err.mockRestore();
   }
 }
+const limitsLift = (args: string[], more: NodeJS.ProcessEnv = {}) => limits('lift', args, more);
+const limitsShow = (args: string[], more: NodeJS.ProcessEnv = {}) => limits('show', args, more);
 
 const send = (email: string) => post(gateway.app, SEND, { email });
 const guess = (email: string, code: string) => post(gateway.app, VERIFY, { email, code });
@@ -179,5 +193,123 @@ describe('limits:lift, misused or failing', () => {
     expect(code).toBe(1);
     expect(err.split('\n')).toHaveLength(1);
     expect(err).toMatch(/^limits lift: .*redis/i);
+  });
+});
+
+describe('limits:show', () => {
+  it("tells a locked-out address's code, limits and waiting email, and changes none of them", async () => {
+    await lockOut('Looked.At@Example.com');
+    const shown = await limitsShow(['--email', ' Looked.At@Example.com ']);
+    expect(shown).toMatchObject({ code: 0, err: '' });
+    const lines = shown.out.split('\n');
+    expect(lines).toHaveLength(6);
+    expect(lines[0]).toBe(
+      "sign-in limits of looked.at@example.com, as they stand (a client IP's own are not shown):",
+    );
+    expect(lines[1]).toMatch(
+      /^- code: held, with 3 of 5 wrong guesses, expires in (?:5 min|4 min [1-5]?\d s)$/,
+    );
+    expect(lines[2]).toMatch(/^- resend cooldown: (?:1 min|[45]\d s) left$/);
+    expect(lines[3]).toBe('- codes sent to its inbox in the last hour: 1 of 2');
+    expect(lines[4]).toMatch(
+      /^- wrong codes in the last 24 hours: 3 of 3: every send and sign-in is refused for (?:24 h|23 h 5\d min)$/,
+    );
+    // No mailer runs beside this gateway: the email waits for one.
+    expect(lines[5]).toMatch(
+      /^- newest code email: waiting for a mailer since 20\d\d-\d\d-\d\dT[\d:.]+Z \(job [\w-]+\)$/,
+    );
+    // Nothing changed: still refused, and the lift still finds the three wrong codes.
+    expect((await send('looked.at@example.com')).headers['tessera-error-code']).toBe('VERIFY_LIMIT_EMAIL');
+    expect((await limitsLift(['--email', 'looked.at@example.com'])).out).toMatch(/forgot 3 wrong codes /);
+  });
+
+  it("says with --json how full each window is and when it frees up, the inbox's +tag spellings counted", async () => {
+    expect((await send('counted+a@example.com')).statusCode).toBe(200);
+    expect((await send('counted+b@example.com')).statusCode).toBe(200);
+    const shown = await limitsShow(['--email', 'counted@example.com', '--json']);
+    expect(shown.code).toBe(0);
+    const json = JSON.parse(shown.out);
+    expect(json).toMatchObject({
+      email: 'counted@example.com',
+      // Its +tag spellings had codes, not the address itself.
+      code: null,
+      cooldown: { held: 0, limit: 1, retryAfter: 0 },
+      inbox: { held: 2, limit: 2 },
+      wrongGuesses: { held: 0, limit: 3, retryAfter: 0 },
+      codeEmail: null,
+    });
+    expect(json.inbox.retryAfter).toBeGreaterThan(3500);
+    expect(json.inbox.retryAfter).toBeLessThanOrEqual(3600);
+    expect((await send('counted@example.com')).headers['tessera-error-code']).toBe('SEND_LIMIT_EMAIL');
+    const text = await limitsShow(['--email', 'counted@example.com']);
+    const [inboxLine, ...rest] = text.out.split('\n').slice(3);
+    expect(inboxLine).toMatch(
+      /^- codes sent to its inbox in the last hour: 2 of 2: no code is sent for (?:1 h|59 min \d+ s)$/,
+    );
+    expect(rest).toEqual([
+      '- wrong codes in the last 24 hours: 0 of 3',
+      // Its record lasts the code's life (5 minutes) and a minute.
+      '- newest code email: none queued in the last 6 min',
+    ]);
+  });
+
+  it("follows the newest code email through the SMTP server's refusals to its acceptance, or its failure", {
+    timeout: 30_000,
+  }, async () => {
+    const sink = await startSmtpSink();
+    const config = loadMailerConfig({
+      APP_ENV: 'test',
+      REDIS_URL: gateway.config.redis.url,
+      BULLMQ_PREFIX: gateway.config.mail.queuePrefix,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+    });
+    const transport = createTransport(config);
+    const worker = createMailWorker({ config, transport, logger: pino({ level: 'silent' }) });
+    onTestFinished(async () => {
+      await worker.close();
+      transport.close();
+      await sink.close();
+    });
+    const email = 'delayed@example.com';
+    const codeEmail = async () => JSON.parse((await limitsShow(['--email', email, '--json'])).out).codeEmail;
+
+    sink.failNext(Number.MAX_SAFE_INTEGER, 451, 'DATA', 'Try again later');
+    expect((await send(email)).statusCode).toBe(200);
+    await vi.waitFor(async () => expect((await codeEmail()).state).toBe('delayed'), { timeout: 10_000 });
+    const shown = await limitsShow(['--email', email]);
+    expect(shown.out.split('\n')[5]).toMatch(
+      /^- newest code email: waiting for its retry after \d+ failed attempts?, the last: .*451.*Try again later.* \(job [\w-]+\)$/,
+    );
+
+    sink.failNext(0);
+    await vi.waitFor(() => expect(sink.messages.some((mail) => mail.to.includes(email))).toBe(true), {
+      timeout: 20_000,
+    });
+    const accepted = await codeEmail();
+    expect(accepted).toMatchObject({ state: 'accepted' });
+    expect(Math.abs(Date.parse(accepted.acceptedAt) - Date.now())).toBeLessThan(20_000);
+
+    // The address refused for good: the newest email failed, with the server's reply.
+    const refused = 'no-such-user@example.com';
+    sink.failNext(Number.MAX_SAFE_INTEGER, 550, 'RCPT TO', 'No such user');
+    expect((await send(refused)).statusCode).toBe(200);
+    await vi.waitFor(
+      async () => {
+        const failed = await limitsShow(['--email', refused]);
+        expect(failed.out.split('\n')[5]).toMatch(
+          /^- newest code email: failed for good after 1 attempt, the last: .*550.*No such user.* \(job [\w-]+\)$/,
+        );
+      },
+      { timeout: 10_000 },
+    );
+  });
+
+  it("refuses another OTP_SECRET than the gateways', as the lift does", async () => {
+    const shown = await limitsShow(['--email', 'looked.at@example.com'], {
+      OTP_SECRET: 'another-otp-secret-that-is-long-enough-0123456789',
+    });
+    expect(shown).toMatchObject({ code: 1, out: '' });
+    expect(shown.err).toMatch(/^limits show: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX /);
   });
 });

@@ -1,6 +1,6 @@
 import {
   DEADLINE_MARGIN_MS,
-  EMAIL_QUEUE,
+  deliveredKey,
   type EmailJobName,
   type EmailJobs,
   newestKeyOf,
@@ -13,7 +13,7 @@ import type { RedisClient } from '@tessera/redis';
  * included, so they sit in the queue's cluster slot.
  */
 export function createDeliveriesStore(redis: RedisClient, prefix: string) {
-  const key = (jobId: string) => `${prefix}:${EMAIL_QUEUE}:delivered:${jobId}`;
+  const key = (jobId: string) => deliveredKey(prefix, jobId);
   return {
     async wasDelivered(jobId: string): Promise<boolean> {
       return (await redis.exists(key(jobId))) === 1;

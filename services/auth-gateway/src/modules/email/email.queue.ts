@@ -1,5 +1,7 @@
 import {
+  codesKey,
   DEADLINE_MARGIN_MS,
+  deliveredKey,
   EMAIL_JOB_OPTIONS,
   type EmailJobName,
   type EmailJobs,
@@ -52,3 +54,52 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
     },
   };
 }
+
+/**
+ * Where an address's newest code email stands: accepted by the SMTP server (when), or its job's state
+ * in the queue, its attempts and the last one's error (the SMTP server's reply); `gone` when the job
+ * is no longer in the queue and no delivery of it is recorded.
+ */
+type QueuedState = 'waiting' | 'active' | 'delayed' | 'failed' | 'gone';
+export type CodeEmailStanding =
+  | { jobId: string; state: 'accepted'; acceptedAt: string }
+  | {
+      jobId: string;
+      state: QueuedState;
+      queuedAt: string | null;
+      attemptsMade: number;
+      lastError: string | null;
+    };
+
+/**
+ * The newest code email queued for an address's `series` while its record lasts (the code's lifetime
+ * and a minute), for an operator's look (limits:show); null when none is recorded. Never its code.
+ */
+export async function newestCodeEmail(
+  queue: Queue,
+  redis: RedisClient,
+  prefix: string,
+  series: string,
+): Promise<CodeEmailStanding | null> {
+  const jobId = await redis.hget(codesKey(prefix, series), 'newest');
+  if (jobId === null) return null;
+  const accepted = await redis.get(deliveredKey(prefix, jobId));
+  if (accepted !== null)
+    return { jobId, state: 'accepted', acceptedAt: new Date(Number(accepted)).toISOString() };
+  const [state, job] = await Promise.all([queue.getJobState(jobId), queue.getJob(jobId)]);
+  return {
+    jobId,
+    state: STATES[state] ?? 'gone',
+    queuedAt: job ? new Date(job.timestamp).toISOString() : null,
+    attemptsMade: job?.attemptsMade ?? 0,
+    lastError: job?.failedReason || null,
+  };
+}
+
+const STATES: Partial<Record<string, QueuedState>> = {
+  waiting: 'waiting',
+  prioritized: 'waiting',
+  active: 'active',
+  delayed: 'delayed',
+  failed: 'failed',
+};

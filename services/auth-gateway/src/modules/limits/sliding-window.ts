@@ -73,6 +73,17 @@ redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return held
 `;
 
+// Reads a window (KEYS[1], its log) without changing it: how many events it holds within its last
+// ARGV[1] ms, and the ms until it holds fewer than ARGV[2] (0: now), as wait_ms counts them.
+const PEEK = `${SLIDING_WINDOW_LUA}
+local now, window, limit = now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2])
+if window <= 0 then return {0, 0} end
+local held = redis.call('ZCOUNT', KEYS[1], '(' .. (now - window), '+inf')
+if held < limit then return {held, 0} end
+local blocking = redis.call('ZRANGE', KEYS[1], -limit, -limit, 'WITHSCORES')
+return {held, math.max(1, tonumber(blocking[2]) + window - now)}
+`;
+
 type Hit = [number, number, number, number[]];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -82,6 +93,7 @@ declare module 'ioredis' {
       gateRefused: string,
       windowMs: number,
     ): Result<number, Context>;
+    peekWindow(log: string, windowMs: number, limit: number): Result<[number, number], Context>;
     /** HIT for 1, 2 or 3 windows: 2, 4 or 6 keys. */
     hitWindows1(...args: (string | number)[]): Result<Hit, Context>;
     hitWindows2(...args: (string | number)[]): Result<Hit, Context>;
@@ -107,6 +119,14 @@ export type Refusal<Name extends string = string> = {
   first: boolean;
 };
 
+/** A window as `peek` reads it. */
+export interface Standing {
+  held: number;
+  limit: number;
+  /** Whole seconds until the window would take another event (0: now). */
+  retryAfter: number;
+}
+
 export function createSlidingWindows(redis: RedisClient) {
   // One command per number of windows, its number of keys fixed: a Redis Cluster client's
   // auto-pipelining groups a command by its first argument, which must then be a key, not the count
@@ -115,6 +135,7 @@ export function createSlidingWindows(redis: RedisClient) {
   for (const [i, name] of COMMANDS.entries())
     redis.defineCommand(name, { numberOfKeys: (i + 1) * 2, lua: HIT });
   redis.defineCommand('forgetWindow', { numberOfKeys: 3, lua: FORGET });
+  redis.defineCommand('peekWindow', { numberOfKeys: 1, lua: PEEK });
   function hitWindows(count: number) {
     const name = COMMANDS[count - 1];
     if (name === undefined) throw new Error(`a scope holds 1 to ${COMMANDS.length} windows, not ${count}`);
@@ -201,6 +222,23 @@ export function createSlidingWindows(redis: RedisClient) {
         ),
       );
       return Object.fromEntries(windows.map((w, i) => [w.name, held[i]])) as Record<Name, number>;
+    },
+
+    /**
+     * What the windows hold, changing nothing (an operator's look), each by a script of its own: by
+     * name, the events within the window, its limit, and the whole seconds until it would take one
+     * more (0: now).
+     */
+    async peek<Name extends string>(windows: Window<Name>[]): Promise<Record<Name, Standing>> {
+      const peeked = await Promise.all(
+        windows.map((w) => redis.peekWindow(w.key, w.seconds * 1000, w.limit)),
+      );
+      return Object.fromEntries(
+        windows.map((w, i) => {
+          const [held, waitMs] = peeked[i] ?? [0, 0];
+          return [w.name, { held, limit: w.limit, retryAfter: Math.ceil(waitMs / 1000) }];
+        }),
+      ) as Record<Name, Standing>;
     },
   };
 }

@@ -289,6 +289,26 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
+     * An operator's look (limits-cli.ts show), changing nothing: the address's code (its wrong guesses
+     * and the seconds it has left; null when it holds none) and the windows `lift` forgets, as they
+     * stand. The client IPs' limits are not the address's.
+     */
+    async standing(recipient: Recipient) {
+      const { cooldown, inbox, failures } = addressWindows(recipient);
+      const codeKey = emailKey('otp', recipient.email);
+      const [attempts, leftMs, windowsHeld] = await Promise.all([
+        redis.hget(codeKey, 'attempts'),
+        redis.pttl(codeKey),
+        windows.peek([cooldown, inbox, failures]),
+      ]);
+      const code =
+        attempts === null || leftMs < 0
+          ? null
+          : { wrongGuesses: Number(attempts), maxAttempts, expiresIn: Math.ceil(leftMs / 1000) };
+      return { code, ...windowsHeld };
+    },
+
+    /**
      * The IP's failure budget lives in another slot than the code, so the code's script cannot check
      * it. Each guess takes a failure from it first and gives it back unless the guess was wrong:
      * guesses racing from one address are never evaluated more often than its budget allows (at
