@@ -149,9 +149,8 @@ describe('on a Redis Cluster', () => {
     expect(shown).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(shown.stdout)).toMatchObject({
       email,
-      // Used to sign in: gone, and its cooldown with it.
+      // Used to sign in.
       code: null,
-      cooldown: { held: 0 },
       inbox: { held: 1 },
       codeEmail: { state: 'accepted' },
     });

@@ -105,7 +105,8 @@ export async function startTessera(backends: Backends, env: Record<string, strin
           process.execPath,
           args,
           { cwd: GATEWAY_DIR, env, timeout: 30_000 },
-          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+          (error, stdout, stderr) =>
+            resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
         );
       }),
     readyAgain: () =>

@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
 import { DEADLINE_MARGIN_MS } from '@tessera/contracts';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { FastifyInstance } from 'fastify';
 import type { OperatorConfig } from './config.ts';
 import { type CodeEmailStanding, newestCodeEmail } from './modules/email/email.queue.ts';
 import type { Standing } from './modules/limits/sliding-window.ts';
-import { mailboxOf, normalizeEmail } from './modules/sign-in/email-address.ts';
+import { mailboxOf, normalizeEmail, undeliverable } from './modules/sign-in/email-address.ts';
 import { createOtpStore, type OtpStore } from './modules/sign-in/otp.store.ts';
 import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
@@ -19,6 +20,11 @@ its resend cooldown, so that it may ask for a code and sign in at once. The limi
 show: changes nothing; prints the address's code (its wrong guesses, its time left), those three limits as they
 stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error).`;
 
+const OPTIONS = {
+  email: { type: 'string', multiple: true },
+  json: { type: 'boolean', default: false },
+} as const;
+
 /**
  * An operator's look at one address's sign-in limits, or their lift (package scripts `limits:show`
  * and `limits:lift`), for a user who gets no code or is locked out by someone else's wrong guesses.
@@ -26,7 +32,7 @@ stand, and where its newest code email is (accepted by the SMTP server, or its j
  * gateways told (a line of its own on stderr), 2 on a usage error.
  */
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return argv[0] === 'show'
+  return verbOf(argv) === 'show'
     ? runOperatorCommand(
         { name: 'limits show', usage: USAGE, parse: parse('show'), reads: ['otp', 'queue'], run: show },
         argv,
@@ -41,9 +47,9 @@ export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.en
 
 async function lift(args: Args, app: FastifyInstance, config: OperatorConfig<'otp'>) {
   const otp = createOtpStore(app.redis, config.otp);
-  if (!(await secretIsTheGateways(otp, 'limits lift', config))) return 1;
-  const { email, recipient } = addressOf(args);
-  const lifted = await otp.lift(recipient);
+  if ((await gatewaysTold(otp, 'limits lift', config)) === undefined) return 1;
+  const { email } = args;
+  const lifted = await otp.lift(recipientOf(email));
   const counted = `${count(lifted.wrongGuesses, 'wrong code')} in the last 24 hours and ${count(lifted.codesSent, 'code')} sent in the last hour`;
   console.log(
     args.json
@@ -58,18 +64,30 @@ async function lift(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
 
 async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'otp' | 'queue'>) {
   const otp = createOtpStore(app.redis, config.otp);
-  if (!(await secretIsTheGateways(otp, 'limits show', config))) return 1;
-  const { email, recipient } = addressOf(args);
-  const [standing, codeEmail] = await Promise.all([
-    otp.standing(recipient),
-    newestCodeEmail(app.mailQueue, app.mailQueueRedis, config.mail.queuePrefix, otp.seriesOf(email)),
+  const told = await gatewaysTold(otp, 'limits show', config);
+  if (told === undefined) return 1;
+  // Settings that find nothing would read as "nothing holds this address": say so.
+  if (told === 0)
+    console.error(
+      `limits show: no gateway of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" told this Redis its OTP_SECRET in the last ${OTP_SECRET_WINDOW / 60} minutes: if one runs, give the command its REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET`,
+    );
+  const { email } = args;
+  const { mailQueue, mailQueueRedis } = app;
+  const [standing, queued, codeEmail] = await Promise.all([
+    otp.standing(recipientOf(email)),
+    // The queue's meta, or its events: written by every gateway's and mailer's queue.
+    mailQueueRedis.exists(mailQueue.toKey('meta'), mailQueue.toKey('events')),
+    newestCodeEmail(mailQueue, mailQueueRedis, config.mail.queuePrefix, otp.seriesOf(email)),
   ]);
+  const noQueue = `no mail queue under BULLMQ_PREFIX "${config.mail.queuePrefix}" on this Redis`;
+  if (queued === 0) console.error(`limits show: ${noQueue}: give the command the gateways' BULLMQ_PREFIX`);
+  const { code, cooldown, email: inbox, failures: wrongCodes } = standing;
   if (args.json) {
-    const { code, cooldown, email: inbox, failures } = standing;
-    console.log(JSON.stringify({ email, code, cooldown, inbox, wrongGuesses: failures, codeEmail }));
+    console.log(JSON.stringify({ email, code, cooldown, inbox, wrongCodes, codeEmail }));
     return 0;
   }
-  const { code, cooldown, email: inbox, failures } = standing;
+  // The record of the newest email lasts as long as its code may be retried, and a margin.
+  const recorded = duration(config.otp.ttl + DEADLINE_MARGIN_MS / 1000);
   console.log(
     [
       `sign-in limits of ${email}, as they stand (a client IP's own are not shown):`,
@@ -80,28 +98,33 @@ async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
       }`,
       `- resend cooldown: ${cooldown.retryAfter > 0 ? `${duration(cooldown.retryAfter)} left` : 'none'}`,
       `- codes sent to its inbox in the last hour: ${window(inbox, 'no code is sent')}`,
-      `- wrong codes in the last 24 hours: ${window(failures, 'every send and sign-in is refused')}`,
-      // Its record lasts as long as the code may be retried, and a margin.
-      `- newest code email: ${codeEmail === null ? `none queued in the last ${duration(config.otp.ttl + DEADLINE_MARGIN_MS / 1000)}` : describe(codeEmail)}`,
+      `- wrong codes in the last 24 hours: ${window(wrongCodes, 'every send and sign-in is refused')}`,
+      `- newest code email: ${
+        codeEmail !== null
+          ? describe(codeEmail)
+          : queued === 0
+            ? `unknown: ${noQueue}`
+            : `none queued in the last ${recorded}`
+      }`,
     ].join('\n'),
   );
   return 0;
 }
 
-/** Keys are HMACs under OTP_SECRET: under another than the gateways', the command would find none. */
-async function secretIsTheGateways(otp: OtpStore, name: string, config: OperatorConfig) {
+/**
+ * How many OTP_SECRETs the gateways of this prefix told within the window; undefined, said on stderr,
+ * when some did and none was this one: the keys are HMACs under it, so the command would find none.
+ */
+async function gatewaysTold(otp: OtpStore, name: string, config: OperatorConfig) {
   const { told, ours } = await otp.secretsTold(OTP_SECRET_WINDOW * 1000, false);
-  if (told === 0 || ours) return true;
+  if (told === 0 || ours) return told;
   console.error(
     `${name}: OTP_SECRET is none of those the gateways of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" on this Redis ran with in the last ${OTP_SECRET_WINDOW / 60} minutes, so none of their keys can be found with it: give the command the REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET of the gateways meant`,
   );
-  return false;
+  return undefined;
 }
 
-function addressOf(args: Args) {
-  const email = normalizeEmail(args.email);
-  return { email, recipient: { email, mailbox: mailboxOf(email) } };
-}
+const recipientOf = (email: string) => ({ email, mailbox: mailboxOf(email) });
 
 const window = ({ held, limit, retryAfter }: Standing, full: string) =>
   `${held} of ${limit}${retryAfter > 0 ? `: ${full} for ${duration(retryAfter)}` : ''}`;
@@ -138,19 +161,32 @@ function duration(seconds: number) {
 const count = (n: number, what: string) =>
   n === 0 ? `no ${what}s` : n === 1 ? `1 ${what}` : `${n} ${what}s`;
 
+/** The verb, wherever it stands among the options; undefined when they cannot be read (parse says why). */
+function verbOf(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }).positionals[0];
+  } catch {
+    return undefined;
+  }
+}
+
+// As the send route checks an address (ajv-formats' `email`, 254 characters, then `undeliverable`):
+// nothing of another is in Redis, and a report of it would read as "nothing holds this user".
+const EMAIL = fullFormats.email as RegExp;
+
 type Args = ReturnType<ReturnType<typeof parse>>;
 
 const parse = (verb: 'lift' | 'show') => (argv: string[]) => {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { email: { type: 'string', multiple: true }, json: { type: 'boolean', default: false } },
-  });
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   if (positionals.join(' ') !== verb)
     throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
-  const [email, ...more] = values.email ?? [];
-  if (email === undefined || email.trim() === '' || more.length > 0)
+  const [given, ...more] = values.email ?? [];
+  if (given === undefined || given.trim() === '' || more.length > 0)
     throw new Error('give --email once: one address at a time');
+  const email = normalizeEmail(given);
+  const refused = email.length > 254 || !EMAIL.test(email) ? 'is no email address' : undeliverable(email);
+  if (refused !== undefined)
+    throw new Error(`--email ${JSON.stringify(given)} ${refused}, as the gateway would answer`);
   return { email, json: values.json };
 };
 

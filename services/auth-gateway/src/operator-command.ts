@@ -68,7 +68,8 @@ export async function runOperatorCommand<Args, S extends OperatorSection>(
     if (database) await app.register(db, database);
     await app.register(redis, { ...config.redis, now: () => systemClock.now().getTime() });
     const { mail } = config as Partial<OperatorConfig<'queue'>>;
-    if (mail) await app.register(mailQueue, { redis: config.redis, prefix: mail.queuePrefix });
+    if (mail)
+      await app.register(mailQueue, { redis: config.redis, prefix: mail.queuePrefix, readOnly: true });
     await app.ready();
     return await command.run(args, app, config);
   } catch (error) {

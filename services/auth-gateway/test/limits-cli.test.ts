@@ -33,11 +33,11 @@ beforeAll(async () => {
 afterAll(() => gateway?.close());
 
 /** Runs the command with the gateway's environment, and `more`; its exit code and what it printed. */
-async function limits(verb: 'lift' | 'show', args: string[], more: NodeJS.ProcessEnv = {}) {
+async function runLimits(argv: string[], more: NodeJS.ProcessEnv = {}) {
   const out = vi.spyOn(console, 'log').mockImplementation(() => {});
   const err = vi.spyOn(console, 'error').mockImplementation(() => {});
   try {
-    const code = await runLimitsCli([verb, ...args], {
+    const code = await runLimitsCli(argv, {
       ...envBeside(gateway, LIMITS),
       ...more,
     });
@@ -47,8 +47,8 @@ async function limits(verb: 'lift' | 'show', args: string[], more: NodeJS.Proces
     err.mockRestore();
   }
 }
-const limitsLift = (args: string[], more: NodeJS.ProcessEnv = {}) => limits('lift', args, more);
-const limitsShow = (args: string[], more: NodeJS.ProcessEnv = {}) => limits('show', args, more);
+const limitsLift = (args: string[], more: NodeJS.ProcessEnv = {}) => runLimits(['lift', ...args], more);
+const limitsShow = (args: string[], more: NodeJS.ProcessEnv = {}) => runLimits(['show', ...args], more);
 
 const send = (email: string) => post(gateway.app, SEND, { email });
 const guess = (email: string, code: string) => post(gateway.app, VERIFY, { email, code });
@@ -235,7 +235,7 @@ describe('limits:show', () => {
       code: null,
       cooldown: { held: 0, limit: 1, retryAfter: 0 },
       inbox: { held: 2, limit: 2 },
-      wrongGuesses: { held: 0, limit: 3, retryAfter: 0 },
+      wrongCodes: { held: 0, limit: 3, retryAfter: 0 },
       codeEmail: null,
     });
     expect(json.inbox.retryAfter).toBeGreaterThan(3500);
@@ -303,6 +303,42 @@ describe('limits:show', () => {
       },
       { timeout: 10_000 },
     );
+  });
+
+  it('writes nothing to Redis, and says so when its settings find no gateway or no mail queue there', async () => {
+    const prefix = `${gateway.config.redis.keyPrefix}nowhere-bull`;
+    const before = await gateway.app.mailQueueRedis.keys(`${prefix}*`);
+    const shown = await limitsShow(['--email', 'looked.at@example.com'], {
+      REDIS_KEY_PREFIX: 'staging:',
+      BULLMQ_PREFIX: prefix,
+    });
+    expect(shown.code).toBe(0);
+    expect(shown.err.split('\n')).toEqual([
+      'limits show: no gateway of REDIS_KEY_PREFIX "staging:" told this Redis its OTP_SECRET in the last 5 minutes: ' +
+        'if one runs, give the command its REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET',
+      `limits show: no mail queue under BULLMQ_PREFIX "${prefix}" on this Redis: give the command the gateways' BULLMQ_PREFIX`,
+    ]);
+    expect(shown.out.split('\n')[5]).toBe(
+      `- newest code email: unknown: no mail queue under BULLMQ_PREFIX "${prefix}" on this Redis`,
+    );
+    // BullMQ's queue would have written its meta key there.
+    expect(before).toEqual([]);
+    expect(await gateway.app.mailQueueRedis.keys(`${prefix}*`)).toEqual([]);
+    expect(await gateway.app.redis.exists('fleet:otp-secrets')).toBe(1);
+  });
+
+  it('refuses, with the usage, what the gateway would not take as an address; reads its options in any order', async () => {
+    for (const given of ['not an address', 'Ada <ada@example.com>', 'ada@example,com', 'ada@192.168.0.1']) {
+      const { code, out, err } = await limitsShow(['--email', given]);
+      expect({ code, out }).toEqual({ code: 2, out: '' });
+      expect(err).toMatch(
+        /^--email ".+" (is no email address|must end in a domain name: .+), as the gateway would answer\n/,
+      );
+      expect(err).toContain('usage: limits-cli.ts lift --email <address>');
+    }
+    const reordered = await runLimits(['--json', '--email', 'counted@example.com', 'show']);
+    expect(reordered.code).toBe(0);
+    expect(JSON.parse(reordered.out)).toMatchObject({ email: 'counted@example.com', inbox: { held: 2 } });
   });
 
   it("refuses another OTP_SECRET than the gateways', as the lift does", async () => {

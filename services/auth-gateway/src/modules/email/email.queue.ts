@@ -55,12 +55,12 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
   };
 }
 
+type QueuedState = 'waiting' | 'active' | 'delayed' | 'failed' | 'gone';
 /**
  * Where an address's newest code email stands: accepted by the SMTP server (when), or its job's state
- * in the queue, its attempts and the last one's error (the SMTP server's reply); `gone` when the job
- * is no longer in the queue and no delivery of it is recorded.
+ * in the queue, its attempts and the last one's error (the SMTP server's reply, on one line); `gone`
+ * when the job is no longer in the queue and no delivery of it is recorded.
  */
-type QueuedState = 'waiting' | 'active' | 'delayed' | 'failed' | 'gone';
 export type CodeEmailStanding =
   | { jobId: string; state: 'accepted'; acceptedAt: string }
   | {
@@ -83,16 +83,18 @@ export async function newestCodeEmail(
 ): Promise<CodeEmailStanding | null> {
   const jobId = await redis.hget(codesKey(prefix, series), 'newest');
   if (jobId === null) return null;
+  // The job first: one delivered meanwhile is recorded before its job is removed.
+  const [state, job] = await Promise.all([queue.getJobState(jobId), queue.getJob(jobId)]);
   const accepted = await redis.get(deliveredKey(prefix, jobId));
   if (accepted !== null)
     return { jobId, state: 'accepted', acceptedAt: new Date(Number(accepted)).toISOString() };
-  const [state, job] = await Promise.all([queue.getJobState(jobId), queue.getJob(jobId)]);
   return {
     jobId,
     state: STATES[state] ?? 'gone',
     queuedAt: job ? new Date(job.timestamp).toISOString() : null,
     attemptsMade: job?.attemptsMade ?? 0,
-    lastError: job?.failedReason || null,
+    // A server's reply may span lines, or hold control characters meant for no terminal.
+    lastError: job?.failedReason ? job.failedReason.replaceAll(/[\s\p{Cc}]+/gu, ' ').trim() : null,
   };
 }
 
