@@ -22,7 +22,7 @@ that failed the time it printed, so that running it again leaves the sessions st
 --dry-run ends nothing: it prints what would end (with --all, and its cut-off to end exactly those).`;
 
 /** How an operator's ending shows in the user's security events: a `logout` with no address. */
-const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)' };
+const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)', sessionId: null };
 
 /** Users ended at a time, in --all: each is one statement and its Redis keys. */
 const USERS_AT_ONCE = 16;

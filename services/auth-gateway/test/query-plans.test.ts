@@ -76,7 +76,14 @@ describe("one user's sessions", () => {
     const userId = rows[0]?.id as string;
     const now = new Date();
 
-    const ending = { userId, ipAddress: '192.0.2.1', userAgent: null, now, startedBefore: null };
+    const ending = {
+      userId,
+      ipAddress: '192.0.2.1',
+      userAgent: null,
+      sessionId: null,
+      now,
+      startedBefore: null,
+    };
     expect(await sessions.logoutEverywhere(db, ending, true)).toMatchObject({ ended: 5 });
     expect(await planOfLast()).not.toContain('Seq Scan');
   });

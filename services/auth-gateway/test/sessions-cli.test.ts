@@ -76,6 +76,7 @@ describe('sessions:end --user', () => {
       type: 'logout',
       ipAddress: null,
       userAgent: 'Tessera operator (sessions:end)',
+      sessionId: null,
     });
 
     // By id, with --json: the session just started ends too.

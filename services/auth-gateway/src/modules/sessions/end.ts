@@ -114,17 +114,18 @@ export function endSessionById(context: SessionsContext) {
 
 /**
  * Ends every session of the user, with the `logout` event when it ended any, in one statement;
- * returns how many were open, and how many Redis keys of its unexpired sessions it deleted. An
- * operator's command gives no address, and may leave the sessions started after `startedBefore`.
+ * returns how many were open, and how many Redis keys of its unexpired sessions it deleted. The event
+ * names the session that asked; an operator's command gives no session and no address, and may leave
+ * the sessions started after `startedBefore`.
  */
 export function logoutEverywhere(context: Pick<SessionsContext, 'db' | 'clock' | 'activeSessions' | 'log'>) {
   const { db, clock, activeSessions } = context;
   return async (
     userId: string,
-    client: ClientInfo | { ipAddress: null; userAgent: string },
+    asker: (ClientInfo & { sessionId: string }) | { ipAddress: null; userAgent: string; sessionId: null },
     startedBefore: Date | null = null,
   ): Promise<{ ended: number; keysDeleted: number }> => {
-    const values = { userId, ...client, now: clock.now(), startedBefore };
+    const values = { userId, ...asker, now: clock.now(), startedBefore };
     const { ended, unexpired } = await withEvent(context, 'logout', (event) =>
       repository.logoutEverywhere(db, values, event),
     );

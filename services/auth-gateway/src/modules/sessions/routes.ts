@@ -25,7 +25,9 @@ const sessionsRoutes: FastifyPluginAsyncTypebox<{ sessions: Sessions }> = async 
   );
 
   app.post('/logout', { schema: logoutSchema, onRequest: authenticate }, async (request) => ({
-    revokedSessions: (await sessions.logout(request.auth.sub, clientInfo(request))).ended,
+    revokedSessions: (
+      await sessions.logout(request.auth.sub, { ...clientInfo(request), sessionId: request.auth.sid })
+    ).ended,
   }));
 
   app.get('/sessions', { schema: listSessionsSchema, onRequest: authenticate }, async (request) => {

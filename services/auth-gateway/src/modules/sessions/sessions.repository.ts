@@ -383,8 +383,11 @@ export function endSessionOfUser(
   return endById(event).first(db, values);
 }
 
-/** A logout's values: `startedBefore`, for an operator's, leaves the sessions started after it. */
-type LogoutAll = Ending & { startedBefore: Date | null };
+/**
+ * A logout's values: `sessionId`, the session that asked (null for an operator's), and
+ * `startedBefore`, for an operator's, leaves the sessions started after it.
+ */
+type LogoutAll = Ending & { sessionId: string | null; startedBefore: Date | null };
 
 const logoutAll = prepareEnding((db, $: LogoutAll, event) => {
   const type: SecurityEventType = 'logout';
@@ -408,13 +411,14 @@ const logoutAll = prepareEnding((db, $: LogoutAll, event) => {
     ending.with('event', (db) =>
       db
         .insertInto('securityEvents')
-        .columns(['type', 'userId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
+        .columns(['type', 'userId', 'sessionId', 'ipAddress', 'userAgent', 'details', 'createdAt'])
         .expression((eb) =>
           eb
             .selectFrom('ended')
             .select((eb) => [
               eb.val(type).as('type'),
               eb.val($.userId).as('userId'),
+              eb.cast<string | null>(eb.val($.sessionId), 'uuid').as('sessionId'),
               eb.val($.ipAddress).as('ipAddress'),
               eb.val($.userAgent).as('userAgent'),
               eb
