@@ -75,12 +75,20 @@ async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
   const { mailQueue, mailQueueRedis } = app;
   const [standing, queued, codeEmail] = await Promise.all([
     otp.standing(recipientOf(email)),
-    // The queue's meta, or its events: written by every gateway's and mailer's queue.
-    mailQueueRedis.exists(mailQueue.toKey('meta'), mailQueue.toKey('events')),
+    // Written by the services: the queue's meta at their start, its events with each job, and a
+    // running mailer's stalled-jobs check every 30 s.
+    mailQueueRedis.exists(
+      mailQueue.toKey('meta'),
+      mailQueue.toKey('events'),
+      mailQueue.toKey('stalled-check'),
+    ),
     newestCodeEmail(mailQueue, mailQueueRedis, config.mail.queuePrefix, otp.seriesOf(email)),
   ]);
   const noQueue = `no mail queue under BULLMQ_PREFIX "${config.mail.queuePrefix}" on this Redis`;
-  if (queued === 0) console.error(`limits show: ${noQueue}: give the command the gateways' BULLMQ_PREFIX`);
+  if (queued === 0)
+    console.error(
+      `limits show: ${noQueue}: give the command the gateways' BULLMQ_PREFIX (or, if this Redis lost its data since they started and no mailer runs, the next code queued makes it)`,
+    );
   const { code, cooldown, email: inbox, failures: wrongCodes } = standing;
   if (args.json) {
     console.log(JSON.stringify({ email, code, cooldown, inbox, wrongCodes, codeEmail }));

@@ -316,7 +316,8 @@ describe('limits:show', () => {
     expect(shown.err.split('\n')).toEqual([
       'limits show: no gateway of REDIS_KEY_PREFIX "staging:" told this Redis its OTP_SECRET in the last 5 minutes: ' +
         'if one runs, give the command its REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET',
-      `limits show: no mail queue under BULLMQ_PREFIX "${prefix}" on this Redis: give the command the gateways' BULLMQ_PREFIX`,
+      `limits show: no mail queue under BULLMQ_PREFIX "${prefix}" on this Redis: give the command the gateways' BULLMQ_PREFIX ` +
+        '(or, if this Redis lost its data since they started and no mailer runs, the next code queued makes it)',
     ]);
     expect(shown.out.split('\n')[5]).toBe(
       `- newest code email: unknown: no mail queue under BULLMQ_PREFIX "${prefix}" on this Redis`,

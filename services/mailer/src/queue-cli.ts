@@ -35,7 +35,12 @@ export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = proce
       const at = config.clusterNodes || where(config.redisUrl);
       throw new Error(`cannot reach Redis at ${at}: ${(cause ?? error).message}`);
     });
-    queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, { connection: redis, prefix: config.prefix });
+    // The queue's meta is the services' to write: a mistyped prefix leaves nothing behind.
+    queue = new Queue<SendOtpJobData>(EMAIL_QUEUE, {
+      connection: redis,
+      prefix: config.prefix,
+      skipMetasUpdate: true,
+    });
     queue.on('error', () => {}); // every failure also rejects the command that met it, reported below
     const now = new Date();
     if (command === 'status') {

@@ -14,7 +14,8 @@ import {
 } from '@tessera/contracts';
 import { createTestRedis, mentionsCode, type TestRedis } from '@tessera/testing';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 
 // The operator commands as run by `pnpm queue:status` / `pnpm queue:retry-failed`, against a queue
 // filled here: waiting, delayed and failed jobs.
@@ -197,6 +198,16 @@ describe('errors', () => {
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
     expect(stderr).toMatch(/^queue status: cannot reach Redis at 127\.0\.0\.1:1: .*ECONNREFUSED.*\n$/);
     expect(stderr).not.toContain('hunter2');
+  });
+
+  it('leaves nothing under a mistyped prefix: the queue it reads there is empty', async () => {
+    const mistyped = `${redis.bullmqPrefix}-typo`;
+    const { code, stdout } = await cli(['status', '--json'], { BULLMQ_PREFIX: mistyped });
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout).counts).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0, completed: 0 });
+    const client = new Redis(redis.url);
+    onTestFinished(() => client.quit().then(() => {}));
+    expect(await client.keys(`${mistyped}*`)).toEqual([]);
   });
 
   it('exits 2 with the usage on an unknown command', async () => {

@@ -93,8 +93,8 @@ export async function newestCodeEmail(
     state: STATES[state] ?? 'gone',
     queuedAt: job ? new Date(job.timestamp).toISOString() : null,
     attemptsMade: job?.attemptsMade ?? 0,
-    // A server's reply may span lines, or hold control characters meant for no terminal.
-    lastError: job?.failedReason ? job.failedReason.replaceAll(/[\s\p{Cc}]+/gu, ' ').trim() : null,
+    // A server's reply may span lines, or hold control or format (bidi) characters meant for no terminal.
+    lastError: job?.failedReason ? job.failedReason.replaceAll(/[\s\p{Cc}\p{Cf}]+/gu, ' ').trim() : null,
   };
 }
 
