@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { DEADLINE_MARGIN_MS } from '@tessera/contracts';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
@@ -11,17 +12,19 @@ import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
-       limits-cli.ts show --email <address> [--json]
+       limits-cli.ts show (--email <address> | --ip <client IP>) [--json]
 Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
 show also BULLMQ_PREFIX. Where gateways of that prefix told that Redis their OTP_SECRETs in the last 5 minutes, it
 refuses (exit code 1) one that none of them ran with.
 lift: forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.
 show: changes nothing; prints the address's code (its wrong guesses, its time left), those three limits as they
-stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error).`;
+stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error); or a
+client IP's own limits: the codes it asked for and its wrong codes in the hour.`;
 
 const OPTIONS = {
   email: { type: 'string', multiple: true },
+  ip: { type: 'string', multiple: true },
   json: { type: 'boolean', default: false },
 } as const;
 
@@ -34,18 +37,22 @@ const OPTIONS = {
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return verbOf(argv) === 'show'
     ? runOperatorCommand(
-        { name: 'limits show', usage: USAGE, parse: parse('show'), reads: ['otp', 'queue'], run: show },
+        { name: 'limits show', usage: USAGE, parse: parseShow, reads: ['otp', 'queue'], run: show },
         argv,
         env,
       )
     : runOperatorCommand(
-        { name: 'limits lift', usage: USAGE, parse: parse('lift'), reads: ['otp'], run: lift },
+        { name: 'limits lift', usage: USAGE, parse: parseLift, reads: ['otp'], run: lift },
         argv,
         env,
       );
 }
 
-async function lift(args: Args, app: FastifyInstance, config: OperatorConfig<'otp'>) {
+async function lift(
+  args: { email: string; json: boolean },
+  app: FastifyInstance,
+  config: OperatorConfig<'otp'>,
+) {
   const otp = createOtpStore(app.redis, config.otp);
   if ((await gatewaysTold(otp, 'limits lift', config)) === undefined) return 1;
   const { email } = args;
@@ -62,7 +69,7 @@ async function lift(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
   return 0;
 }
 
-async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'otp' | 'queue'>) {
+async function show(args: ShowArgs, app: FastifyInstance, config: OperatorConfig<'otp' | 'queue'>) {
   const otp = createOtpStore(app.redis, config.otp);
   const told = await gatewaysTold(otp, 'limits show', config);
   if (told === undefined) return 1;
@@ -71,6 +78,7 @@ async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
     console.error(
       `limits show: no gateway of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" told this Redis its OTP_SECRET in the last ${OTP_SECRET_WINDOW / 60} minutes: if one runs, give the command its REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET`,
     );
+  if ('ip' in args) return showIp(args, otp);
   const { email } = args;
   const { mailQueue, mailQueueRedis } = app;
   const [standing, queued, codeEmail] = await Promise.all([
@@ -115,6 +123,22 @@ async function show(args: Args, app: FastifyInstance, config: OperatorConfig<'ot
             : `none queued in the last ${recorded}`
       }`,
     ].join('\n'),
+  );
+  return 0;
+}
+
+async function showIp({ ip, json }: { ip: string; json: boolean }, otp: OtpStore) {
+  const { countedAs, sends, wrongCodes } = await otp.ipStanding(ip);
+  // IPv6 clients count per /64.
+  const counted = isIP(countedAs) === 6 ? `${countedAs}/64` : countedAs;
+  console.log(
+    json
+      ? JSON.stringify({ ip, countedAs: counted, sends, wrongCodes })
+      : [
+          `sign-in limits of the client IP ${ip}, counted as ${counted}, as they stand:`,
+          `- codes asked for in the last hour: ${window(sends, 'no code is sent at its request')}`,
+          `- wrong codes in the last hour: ${window(wrongCodes, 'every sign-in from it is refused')}`,
+        ].join('\n'),
   );
   return 0;
 }
@@ -182,20 +206,41 @@ function verbOf(argv: string[]) {
 // nothing of another is in Redis, and a report of it would read as "nothing holds this user".
 const EMAIL = fullFormats.email as RegExp;
 
-type Args = ReturnType<ReturnType<typeof parse>>;
+type ShowArgs = { email: string; json: boolean } | { ip: string; json: boolean };
 
-const parse = (verb: 'lift' | 'show') => (argv: string[]) => {
+function read(verb: 'lift' | 'show', argv: string[]) {
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   if (positionals.join(' ') !== verb)
     throw new Error(`unknown command: ${positionals.join(' ') || '(none)'}`);
-  const [given, ...more] = values.email ?? [];
-  if (given === undefined || given.trim() === '' || more.length > 0)
+  return values;
+}
+
+/** The one address of `--email`, normalized, refused as the send route refuses it. */
+function emailOf(given: string[] | undefined) {
+  const [raw, ...more] = given ?? [];
+  if (raw === undefined || raw.trim() === '' || more.length > 0)
     throw new Error('give --email once: one address at a time');
-  const email = normalizeEmail(given);
+  const email = normalizeEmail(raw);
   const refused = email.length > 254 || !EMAIL.test(email) ? 'is no email address' : undeliverable(email);
   if (refused !== undefined)
-    throw new Error(`--email ${JSON.stringify(given)} ${refused}, as the gateway would answer`);
-  return { email, json: values.json };
-};
+    throw new Error(`--email ${JSON.stringify(raw)} ${refused}, as the gateway would answer`);
+  return email;
+}
+
+function parseLift(argv: string[]) {
+  const values = read('lift', argv);
+  if (values.ip !== undefined) throw new Error("lift takes --email only: a client IP's limits stay");
+  return { email: emailOf(values.email), json: values.json };
+}
+
+function parseShow(argv: string[]): ShowArgs {
+  const values = read('show', argv);
+  if (values.ip === undefined) return { email: emailOf(values.email), json: values.json };
+  const [ip, ...more] = values.ip.map((given) => given.trim());
+  if (ip === undefined || more.length > 0 || values.email !== undefined)
+    throw new Error('give --email or --ip once: one address at a time');
+  if (isIP(ip) === 0) throw new Error(`--ip ${JSON.stringify(ip)} is no IP address`);
+  return { ip, json: values.json };
+}
 
 if (import.meta.main) process.exitCode = await runLimitsCli(process.argv.slice(2));

@@ -342,6 +342,44 @@ describe('limits:show', () => {
     expect(JSON.parse(reordered.out)).toMatchObject({ email: 'counted@example.com', inbox: { held: 2 } });
   });
 
+  it("tells a client IP's own limits, an IPv6 client's counted by its /64", async () => {
+    const from = (remoteAddress: string) => (url: string, payload: object) =>
+      gateway.app.inject({ method: 'POST', url, payload, remoteAddress });
+    const phone = from('2001:db8:7:7::1');
+    const laptop = from('2001:db8:7:7:abcd::2');
+    expect((await phone(SEND, { email: 'ip.one@example.com' })).statusCode).toBe(200);
+    const sent = await laptop(SEND, { email: 'ip.two@example.com' });
+    const wrong = body(sent).data.code === '0000' ? '0001' : '0000';
+    expect((await laptop(VERIFY, { email: 'ip.two@example.com', code: wrong })).statusCode).toBe(400);
+    // Another /64 counts apart.
+    expect((await from('2001:db8:7:8::1')(SEND, { email: 'ip.three@example.com' })).statusCode).toBe(200);
+
+    const shown = await limitsShow(['--ip', '2001:db8:7:7::99']);
+    expect(shown).toMatchObject({ code: 0, err: '' });
+    expect(shown.out.split('\n')).toEqual([
+      'sign-in limits of the client IP 2001:db8:7:7::99, counted as 2001:db8:7:7::/64, as they stand:',
+      '- codes asked for in the last hour: 2 of 100000',
+      '- wrong codes in the last hour: 1 of 100000',
+    ]);
+    const json = JSON.parse((await limitsShow(['--ip', '2001:db8:7:8::1', '--json'])).out);
+    expect(json).toEqual({
+      ip: '2001:db8:7:8::1',
+      countedAs: '2001:db8:7:8::/64',
+      sends: { held: 1, limit: 100000, retryAfter: 0 },
+      wrongCodes: { held: 0, limit: 100000, retryAfter: 0 },
+    });
+    for (const args of [
+      ['--ip', 'not-an-ip'],
+      ['--ip', '192.0.2.1', '--email', 'a@example.com'],
+    ]) {
+      const refused = await limitsShow(args);
+      expect(refused.code).toBe(2);
+    }
+    const lift = await limitsLift(['--ip', '192.0.2.1']);
+    expect(lift.code).toBe(2);
+    expect(lift.err).toMatch(/^lift takes --email only: a client IP's limits stay\n/);
+  });
+
   it("refuses another OTP_SECRET than the gateways', as the lift does", async () => {
     const shown = await limitsShow(['--email', 'looked.at@example.com'], {
       OTP_SECRET: 'another-otp-secret-that-is-long-enough-0123456789',

@@ -199,16 +199,17 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     ip: string,
   ): Window<'cooldown' | 'email' | 'failures' | 'ip'>[][] => {
     const { cooldown, inbox, failures } = addressWindows(recipient);
-    const sender = {
-      name: 'ip' as const,
-      key: ipKey('sends', ip),
-      seconds: HOUR,
-      limit: limits.maxSendsPerIpPerHour,
-    };
+    const sender = ipSends(ip);
     return recipient.mailbox === recipient.email
       ? [[cooldown, inbox, failures], [sender]]
       : [[cooldown, failures], [inbox], [sender]];
   };
+  const ipSends = (ip: string): Window<'ip'> => ({
+    name: 'ip',
+    key: ipKey('sends', ip),
+    seconds: HOUR,
+    limit: limits.maxSendsPerIpPerHour,
+  });
   const ipFailures = (ip: string): Window<'ip'>[] => [
     { name: 'ip', key: ipKey('failures', ip), seconds: HOUR, limit: limits.maxFailuresPerIpPerHour },
   ];
@@ -306,6 +307,19 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
           ? null
           : { wrongGuesses: Number(attempts), maxAttempts, expiresIn: Math.ceil(leftMs / 1000) };
       return { code, ...windowsHeld };
+    },
+
+    /**
+     * The same look at a client IP's own limits, counted per IPv4 address or IPv6 /64 (`countedAs`):
+     * the codes it asked for and its wrong codes, in the hour.
+     */
+    async ipStanding(ip: string) {
+      const [failures] = ipFailures(ip);
+      const held = await windows.peek([
+        { ...ipSends(ip), name: 'sends' as const },
+        { ...(failures as Window<'ip'>), name: 'wrongCodes' as const },
+      ]);
+      return { countedAs: normalizeIP(ip), ...held };
     },
 
     /**
