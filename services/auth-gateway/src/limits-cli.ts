@@ -10,6 +10,7 @@ import { mailboxOf, normalizeEmail, undeliverable } from './modules/sign-in/emai
 import { createOtpStore, type OtpStore } from './modules/sign-in/otp.store.ts';
 import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
+import { addressOf } from './plugins/client-address.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
        limits-cli.ts show (--email <address> | --ip <client IP>) [--json]
@@ -20,7 +21,7 @@ lift: forgets the address's wrong codes (and the 24-hour lock-out they make), it
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.
 show: changes nothing; prints the address's code (its wrong guesses, its time left), those three limits as they
 stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error); or a
-client IP's own limits: the codes it asked for and its wrong codes in the hour.`;
+client IP's own limits: the codes sent at its request and its wrong codes in the hour.`;
 
 const OPTIONS = {
   email: { type: 'string', multiple: true },
@@ -136,7 +137,7 @@ async function showIp({ ip, json }: { ip: string; json: boolean }, otp: OtpStore
       ? JSON.stringify({ ip, countedAs: counted, sends, wrongCodes })
       : [
           `sign-in limits of the client IP ${ip}, counted as ${counted}, as they stand:`,
-          `- codes asked for in the last hour: ${window(sends, 'no code is sent at its request')}`,
+          `- codes sent at its request in the last hour: ${window(sends, 'no code is sent at its request')}`,
           `- wrong codes in the last hour: ${window(wrongCodes, 'every sign-in from it is refused')}`,
         ].join('\n'),
   );
@@ -236,10 +237,12 @@ function parseLift(argv: string[]) {
 function parseShow(argv: string[]): ShowArgs {
   const values = read('show', argv);
   if (values.ip === undefined) return { email: emailOf(values.email), json: values.json };
-  const [ip, ...more] = values.ip.map((given) => given.trim());
-  if (ip === undefined || more.length > 0 || values.email !== undefined)
+  const [given, ...more] = values.ip.map((entry) => entry.trim());
+  if (given === undefined || more.length > 0 || values.email !== undefined)
     throw new Error('give --email or --ip once: one address at a time');
-  if (isIP(ip) === 0) throw new Error(`--ip ${JSON.stringify(ip)} is no IP address`);
+  // As a proxy's log may write it (`203.0.113.7:51234`, `[2001:db8::1]:443`), or a zoned peer.
+  const ip = isIP(given) ? given : addressOf(given);
+  if (ip === undefined) throw new Error(`--ip ${JSON.stringify(given)} is no IP address`);
   return { ip, json: values.json };
 }
 

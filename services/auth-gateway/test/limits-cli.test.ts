@@ -358,10 +358,11 @@ describe('limits:show', () => {
     expect(shown).toMatchObject({ code: 0, err: '' });
     expect(shown.out.split('\n')).toEqual([
       'sign-in limits of the client IP 2001:db8:7:7::99, counted as 2001:db8:7:7::/64, as they stand:',
-      '- codes asked for in the last hour: 2 of 100000',
+      '- codes sent at its request in the last hour: 2 of 100000',
       '- wrong codes in the last hour: 1 of 100000',
     ]);
-    const json = JSON.parse((await limitsShow(['--ip', '2001:db8:7:8::1', '--json'])).out);
+    // As a proxy's log writes it, with its port.
+    const json = JSON.parse((await limitsShow(['--ip', '[2001:db8:7:8::1]:443', '--json'])).out);
     expect(json).toEqual({
       ip: '2001:db8:7:8::1',
       countedAs: '2001:db8:7:8::/64',

@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 const WITH_PORT = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):\d{1,5}$/;
 
 /** The address in `entry` (an X-Forwarded-For entry), or undefined when it holds none. */
-function addressOf(entry: string): string | undefined {
+export function addressOf(entry: string): string | undefined {
   // An IPv6 zone (`fe80::1%eth0`) names an interface of the sender's own machine, in any words.
   if (entry.includes('%')) return undefined;
   if (isIP(entry)) return entry;
