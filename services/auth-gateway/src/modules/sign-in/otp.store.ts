@@ -210,9 +210,12 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     seconds: HOUR,
     limit: limits.maxSendsPerIpPerHour,
   });
-  const ipFailures = (ip: string): Window<'ip'>[] => [
-    { name: 'ip', key: ipKey('failures', ip), seconds: HOUR, limit: limits.maxFailuresPerIpPerHour },
-  ];
+  const ipFailures = (ip: string): Window<'ip'> => ({
+    name: 'ip',
+    key: ipKey('failures', ip),
+    seconds: HOUR,
+    limit: limits.maxFailuresPerIpPerHour,
+  });
 
   /** A code that could not be sent: it is dropped and does not count against any send limit. */
   async function withdraw(recipient: Recipient, ip: string, event: string) {
@@ -314,10 +317,9 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * the codes it asked for and its wrong codes, in the hour.
      */
     async ipStanding(ip: string) {
-      const [failures] = ipFailures(ip);
       const held = await windows.peek([
         { ...ipSends(ip), name: 'sends' as const },
-        { ...(failures as Window<'ip'>), name: 'wrongCodes' as const },
+        { ...ipFailures(ip), name: 'wrongCodes' as const },
       ]);
       return { countedAs: normalizeIP(ip), ...held };
     },
@@ -330,7 +332,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
      * spent, its wait is told even if the email's would be longer; the next try tells that one.
      */
     async verify(email: string, code: string, ip: string): Promise<VerifyOutcome> {
-      const taken = await windows.hit([ipFailures(ip)]);
+      const taken = await windows.hit([[ipFailures(ip)]]);
       if (taken.refusal) return { result: 'limited', refusal: taken.refusal };
       const failures = emailFailures(email);
       // n: attempts left (wrong), the wait in ms (limited) or the wrong guesses (ok); m: the email's
@@ -348,7 +350,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
       );
       // Not worth failing an answer that may already have consumed the code: a failure left counted
       // only makes the IP's budget stricter.
-      if (result !== 'wrong') await windows.release(ipFailures(ip), taken.event).catch(() => {});
+      if (result !== 'wrong') await windows.release([ipFailures(ip)], taken.event).catch(() => {});
       switch (result) {
         case 'wrong': {
           const lockedOut: LockOut[] = [];
