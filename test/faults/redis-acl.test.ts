@@ -143,7 +143,7 @@ describe('on a Redis Cluster', () => {
     expect(await signsIn(tessera, 'acl-cluster@example.com')).toBe(200);
   });
 
-  it("shows an address's limits and newest code email to an operator with the gateway's user", async () => {
+  it("shows an address's limits and newest code email, and a client IP's limits, to an operator with the gateway's user", async () => {
     const email = 'acl-cluster@example.com';
     const shown = await tessera.command(['src/limits-cli.ts', 'show', '--email', email, '--json']);
     expect(shown).toMatchObject({ code: 0, stderr: '' });
@@ -154,6 +154,13 @@ describe('on a Redis Cluster', () => {
       inbox: { held: 1 },
       codeEmail: { state: 'accepted' },
     });
+    // The client's own limits, the general one too: its keys are in other slots than the address's.
+    const ip = await tessera.command(['src/limits-cli.ts', 'show', '--ip', '127.0.0.1', '--json']);
+    expect(ip).toMatchObject({ code: 0, stderr: '' });
+    const { sends, requests } = JSON.parse(ip.stdout);
+    expect(sends.held).toBe(1);
+    // Its send and its sign-in at least.
+    expect(requests.held).toBeGreaterThanOrEqual(2);
   });
 });
 

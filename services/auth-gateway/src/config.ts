@@ -409,7 +409,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
  * What an operator's command may read of the gateway's configuration besides its Redis: `queue` is
  * the mail queue's `BULLMQ_PREFIX` alone (not `MAIL_JOB_KEY`).
  */
-export type OperatorSection = 'database' | 'otp' | 'queue';
+export type OperatorSection = 'database' | 'otp' | 'queue' | 'rateLimit';
 
 /** An operator's command's configuration: the gateway's settings of its logs and Redis, and of `S`. */
 export type OperatorConfig<S extends OperatorSection = never> = Pick<

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { DEADLINE_MARGIN_MS } from '@tessera/contracts';
+import type { RedisClient } from '@tessera/redis';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { FastifyInstance } from 'fastify';
 import type { OperatorConfig } from './config.ts';
@@ -11,17 +12,19 @@ import { createOtpStore, type OtpStore } from './modules/sign-in/otp.store.ts';
 import { OTP_SECRET_WINDOW } from './modules/sign-in/otp-secret-check.ts';
 import { runOperatorCommand } from './operator-command.ts';
 import { addressOf } from './plugins/client-address.ts';
+import { requestsStanding } from './plugins/rate-limit.ts';
 
 const USAGE = `usage: limits-cli.ts lift --email <address> [--json]
        limits-cli.ts show (--email <address> | --ip <client IP>) [--json]
 Reads the gateway's Redis settings (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX), OTP_SECRET and OTP_* limits;
-show also BULLMQ_PREFIX. Where gateways of that prefix told that Redis their OTP_SECRETs in the last 5 minutes, it
-refuses (exit code 1) one that none of them ran with.
+show also BULLMQ_PREFIX and RATE_LIMIT_*. Where gateways of that prefix told that Redis their OTP_SECRETs in the last
+5 minutes, it refuses (exit code 1) one that none of them ran with.
 lift: forgets the address's wrong codes (and the 24-hour lock-out they make), its inbox's codes sent in the hour and
 its resend cooldown, so that it may ask for a code and sign in at once. The limits of client IPs stay.
 show: changes nothing; prints the address's code (its wrong guesses, its time left), those three limits as they
 stand, and where its newest code email is (accepted by the SMTP server, or its job's state and last error); or a
-client IP's own limits: the codes sent at its request and its wrong codes in the hour.`;
+client IP's own limits: the codes sent at its request and its wrong codes in the hour, and its requests in the
+general limit's window.`;
 
 const OPTIONS = {
   email: { type: 'string', multiple: true },
@@ -38,7 +41,13 @@ const OPTIONS = {
 export function runLimitsCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return verbOf(argv) === 'show'
     ? runOperatorCommand(
-        { name: 'limits show', usage: USAGE, parse: parseShow, reads: ['otp', 'queue'], run: show },
+        {
+          name: 'limits show',
+          usage: USAGE,
+          parse: parseShow,
+          reads: ['otp', 'queue', 'rateLimit'],
+          run: show,
+        },
         argv,
         env,
       )
@@ -70,7 +79,11 @@ async function lift(
   return 0;
 }
 
-async function show(args: ShowArgs, app: FastifyInstance, config: OperatorConfig<'otp' | 'queue'>) {
+async function show(
+  args: ShowArgs,
+  app: FastifyInstance,
+  config: OperatorConfig<'otp' | 'queue' | 'rateLimit'>,
+) {
   const otp = createOtpStore(app.redis, config.otp);
   const told = await gatewaysTold(otp, 'limits show', config);
   if (told === undefined) return 1;
@@ -79,7 +92,7 @@ async function show(args: ShowArgs, app: FastifyInstance, config: OperatorConfig
     console.error(
       `limits show: no gateway of REDIS_KEY_PREFIX "${config.redis.keyPrefix}" told this Redis its OTP_SECRET in the last ${OTP_SECRET_WINDOW / 60} minutes: if one runs, give the command its REDIS_URL (REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX and OTP_SECRET`,
     );
-  if ('ip' in args) return showIp(args, otp);
+  if ('ip' in args) return showIp(args, otp, app.redis, config.rateLimit);
   const { email } = args;
   const { mailQueue, mailQueueRedis } = app;
   const [standing, queued, codeEmail] = await Promise.all([
@@ -128,17 +141,26 @@ async function show(args: ShowArgs, app: FastifyInstance, config: OperatorConfig
   return 0;
 }
 
-async function showIp({ ip, json }: { ip: string; json: boolean }, otp: OtpStore) {
-  const { countedAs, sends, wrongCodes } = await otp.ipStanding(ip);
+async function showIp(
+  { ip, json }: { ip: string; json: boolean },
+  otp: OtpStore,
+  redis: RedisClient,
+  general: OperatorConfig<'rateLimit'>['rateLimit'],
+) {
+  const [{ countedAs, sends, wrongCodes }, requests] = await Promise.all([
+    otp.ipStanding(ip),
+    requestsStanding(redis, ip, general.max),
+  ]);
   // IPv6 clients count per /64.
   const counted = isIP(countedAs) === 6 ? `${countedAs}/64` : countedAs;
   console.log(
     json
-      ? JSON.stringify({ ip, countedAs: counted, sends, wrongCodes })
+      ? JSON.stringify({ ip, countedAs: counted, sends, wrongCodes, requests })
       : [
-          `sign-in limits of the client IP ${ip}, counted as ${counted}, as they stand:`,
+          `limits of the client IP ${ip}, counted as ${counted}, as they stand:`,
           `- codes sent at its request in the last hour: ${window(sends, 'no code is sent at its request')}`,
           `- wrong codes in the last hour: ${window(wrongCodes, 'every sign-in from it is refused')}`,
+          `- requests in its window of ${duration(general.window)} (the general limit): ${window(requests, 'every request from it is refused')}`,
         ].join('\n'),
   );
   return 0;

@@ -32,13 +32,13 @@ beforeAll(async () => {
 });
 afterAll(() => gateway?.close());
 
-/** Runs the command with the gateway's environment, and `more`; its exit code and what it printed. */
-async function runLimits(argv: string[], more: NodeJS.ProcessEnv = {}) {
+/** Runs the command with `on`'s environment, and `more`; its exit code and what it printed. */
+async function runLimits(argv: string[], more: NodeJS.ProcessEnv = {}, on = gateway) {
   const out = vi.spyOn(console, 'log').mockImplementation(() => {});
   const err = vi.spyOn(console, 'error').mockImplementation(() => {});
   try {
     const code = await runLimitsCli(argv, {
-      ...envBeside(gateway, LIMITS),
+      ...envBeside(on, LIMITS),
       ...more,
     });
     return { code, out: out.mock.calls.join('\n'), err: err.mock.calls.join('\n') };
@@ -357,9 +357,10 @@ describe('limits:show', () => {
     const shown = await limitsShow(['--ip', '2001:db8:7:7::99']);
     expect(shown).toMatchObject({ code: 0, err: '' });
     expect(shown.out.split('\n')).toEqual([
-      'sign-in limits of the client IP 2001:db8:7:7::99, counted as 2001:db8:7:7::/64, as they stand:',
+      'limits of the client IP 2001:db8:7:7::99, counted as 2001:db8:7:7::/64, as they stand:',
       '- codes sent at its request in the last hour: 2 of 100000',
       '- wrong codes in the last hour: 1 of 100000',
+      '- requests in its window of 1 min (the general limit): 3 of 1000000',
     ]);
     // As a proxy's log writes it, with its port.
     const json = JSON.parse((await limitsShow(['--ip', '[2001:db8:7:8::1]:443', '--json'])).out);
@@ -368,6 +369,7 @@ describe('limits:show', () => {
       countedAs: '2001:db8:7:8::/64',
       sends: { held: 1, limit: 100000, retryAfter: 0 },
       wrongCodes: { held: 0, limit: 100000, retryAfter: 0 },
+      requests: { held: 1, limit: 1000000, retryAfter: 0 },
     });
     for (const args of [
       ['--ip', 'not-an-ip'],
@@ -379,6 +381,30 @@ describe('limits:show', () => {
     const lift = await limitsLift(['--ip', '192.0.2.1']);
     expect(lift.code).toBe(2);
     expect(lift.err).toMatch(/^lift takes --email only: a client IP's limits stay\n/);
+  });
+
+  it("tells a client IP over the general limit for how long the gateway refuses it, and another IP's count", async () => {
+    const strict = { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW: '3600' };
+    const other = await startGateway({ ...LIMITS, ...strict });
+    onTestFinished(() => other.close());
+    await other.app.ready();
+    const from = (remoteAddress: string) =>
+      other.app.inject({ method: 'GET', url: '/api/v1/auth/sessions', remoteAddress });
+    for (let i = 0; i < 3; i++) expect((await from('198.51.100.7')).statusCode).toBe(401);
+    const refused = await from('198.51.100.7');
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['tessera-error-code']).toBe('RATE_LIMITED');
+    expect((await from('198.51.100.8')).statusCode).toBe(401);
+
+    const shown = await runLimits(['show', '--ip', '198.51.100.7'], strict, other);
+    expect(shown).toMatchObject({ code: 0, err: '' });
+    expect(shown.out.split('\n').at(-1)).toMatch(
+      /^- requests in its window of 1 h \(the general limit\): 4 of 3: every request from it is refused for (59 min \d+ s|1 h)$/,
+    );
+    const json = JSON.parse((await runLimits(['show', '--ip', '198.51.100.8', '--json'], strict, other)).out);
+    expect(json.requests).toEqual({ held: 1, limit: 3, retryAfter: 0 });
+    // The look counted nothing: the next request of the IP below the limit is still taken.
+    expect((await from('198.51.100.8')).statusCode).toBe(401);
   });
 
   it("refuses another OTP_SECRET than the gateways', as the lift does", async () => {

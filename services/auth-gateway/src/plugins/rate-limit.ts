@@ -1,4 +1,4 @@
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { RedisClient } from '@tessera/redis';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -18,6 +18,9 @@ export interface RateLimitOptions {
   /** Called once per client and window when the client first goes over the limit. */
   onLimitReached: (request: FastifyRequest) => Promise<void>;
 }
+
+// Where @fastify/rate-limit's Redis store counts a client: this, then the key of its IP.
+const NAME_SPACE = 'rate-limit:';
 
 /**
  * The general limit: `max` requests per client IP (IPv6 per /64) per window on every route but the
@@ -40,7 +43,7 @@ export default fp<RateLimitOptions>(
       // As an app-wide onRequest hook below, so unknown routes count too.
       global: false,
       redis,
-      nameSpace: 'rate-limit:',
+      nameSpace: NAME_SPACE,
       max,
       timeWindow: windowMs,
       allowList: (request) => {
@@ -66,3 +69,15 @@ export default fp<RateLimitOptions>(
   },
   { name: 'rate-limit', dependencies: ['error-handler'] },
 );
+
+/**
+ * A client IP's general limit as it stands, read without counting (`limits:show --ip`): the requests
+ * counted in its window (those refused too), and the whole seconds it is refused for, if it is.
+ */
+export async function requestsStanding(redis: RedisClient, ip: string, max: number) {
+  const key = `${NAME_SPACE}${normalizeIP(ip)}`;
+  const [count, ttl] = await Promise.all([redis.get(key), redis.pttl(key)]);
+  // A window that ended between the two reads holds nothing.
+  const held = ttl > 0 ? Number(count ?? 0) : 0;
+  return { held, limit: max, retryAfter: held >= max ? Math.ceil(ttl / 1000) : 0 };
+}
