@@ -118,15 +118,12 @@ describe('the security log', () => {
     const { code } = body(
       await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'locked@example.com' }),
     ).data;
-    const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
-    for (let i = 0; i < gateway.config.otp.maxAttempts; i++) {
-      await post(
-        gateway.app,
-        '/api/v1/auth/verify-otp-email',
-        { email: 'locked@example.com', code: wrong },
-        device,
-      );
-    }
+    const lockOut = async (email: string, code: string) => {
+      const wrong = String((Number(code) + 1) % 10_000).padStart(4, '0');
+      for (let i = 0; i < gateway.config.otp.maxAttempts; i++)
+        await post(gateway.app, '/api/v1/auth/verify-otp-email', { email, code: wrong }, device);
+    };
+    await lockOut('locked@example.com', code);
     const events = await eventsOf(user._id);
     // Recorded at the same instant (the clock stands still): compared as a set.
     const sorted = (list: unknown[]) => list.map((item) => JSON.stringify(item)).sort();
@@ -137,9 +134,20 @@ describe('the security log', () => {
         ['code_locked', { scope: 'code' }],
       ]),
     );
-    expect(logLines.some((line) => line.msg === 'sign-in locked out after too many wrong codes')).toBe(true);
-    // The log line names neither the email nor the code.
+    // The warning names the account locked out, whose events tell the rest.
+    const warnings = logLines.filter((line) => line.msg === 'sign-in locked out after too many wrong codes');
+    expect(warnings).toEqual([expect.objectContaining({ level: 40, scope: 'code', userId: user._id })]);
+
+    // An address without an account: no account to name.
+    const sent = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'nobody@example.com' });
+    await lockOut('nobody@example.com', body(sent).data.code);
+    const last = logLines.filter((line) => line.msg === 'sign-in locked out after too many wrong codes');
+    expect(last).toHaveLength(2);
+    expect(last[1]).toMatchObject({ scope: 'code' });
+    expect(last[1]).not.toHaveProperty('userId');
+    // The log lines name neither the email nor the code.
     expect(JSON.stringify(logLines)).not.toContain('locked@example.com');
+    expect(JSON.stringify(logLines)).not.toContain('nobody@example.com');
   });
 
   it('gives a page whose count agrees with it while events are added and removed', async () => {

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
   max: number;
   windowSeconds: number;
   /** Called once per client and window when the client first goes over the limit. */
-  onLimitReached: (request: FastifyRequest) => Promise<void>;
+  onLimitReached: (request: FastifyRequest) => Promise<unknown>;
 }
 
 // Where @fastify/rate-limit's Redis store counts a client: this, then the key of its IP.

@@ -28,26 +28,33 @@ const insertEvent = prepareQuery((db: Kysely<Database>, $: EventRow) =>
 
 const insertEventOfEmail = prepareQuery(
   (db: Kysely<Database>, $: Omit<EventRow, 'userId'> & { email: string }) =>
-    db.insertInto('securityEvents').values({
-      type: $.type,
-      // Locked: an account being erased meanwhile is read once erased (its address gone), so that
-      // the event, with where it came from, does not land on it after its events were anonymized.
-      userId: (eb) => eb.selectFrom('users').select('id').where('email', '=', $.email).forKeyShare(),
-      sessionId: $.sessionId,
-      ipAddress: $.ipAddress,
-      userAgent: $.userAgent,
-      details: $.details,
-      createdAt: $.createdAt,
-    }),
+    db
+      .insertInto('securityEvents')
+      .values({
+        type: $.type,
+        // Locked: an account being erased meanwhile is read once erased (its address gone), so that
+        // the event, with where it came from, does not land on it after its events were anonymized.
+        userId: (eb) => eb.selectFrom('users').select('id').where('email', '=', $.email).forKeyShare(),
+        sessionId: $.sessionId,
+        ipAddress: $.ipAddress,
+        userAgent: $.userAgent,
+        details: $.details,
+        createdAt: $.createdAt,
+      })
+      .returning('userId'),
 );
 
-/** Appends one event: of the account `userId`, or of the account of `email` if there is one. */
+/**
+ * Appends one event: of the account `userId`, or of the account of `email` if there is one. Answers
+ * the account it was recorded under (null: none).
+ */
 export async function insertSecurityEvent(
   db: Kysely<Database>,
   row: Omit<EventRow, 'userId'> & ({ userId: string | null } | { email: string }),
-): Promise<void> {
-  if ('email' in row) await insertEventOfEmail.execute(db, row);
-  else await insertEvent.execute(db, row);
+): Promise<string | null> {
+  if ('email' in row) return (await insertEventOfEmail.firstOrThrow(db, row)).userId;
+  await insertEvent.execute(db, row);
+  return row.userId;
 }
 
 const ofUser = (db: Kysely<Database>, userId: string) =>

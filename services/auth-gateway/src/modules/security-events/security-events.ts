@@ -64,10 +64,13 @@ export type SecurityLog = ReturnType<typeof createSecurityLog>;
 
 /** The security log: who did what from where, never a code, a token or an email address. */
 export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) {
-  /** Appends one event (inside the caller's transaction when given one); a failure throws. */
-  async function record(event: SecurityEvent, trx: Kysely<Database> = db): Promise<void> {
+  /**
+   * Appends one event (inside the caller's transaction when given one); a failure throws. Answers
+   * the account it was recorded under (null: none).
+   */
+  async function record(event: SecurityEvent, trx: Kysely<Database> = db): Promise<string | null> {
     const { email } = event;
-    await repository.insertSecurityEvent(trx, {
+    return repository.insertSecurityEvent(trx, {
       type: event.type,
       ...(event.userId === undefined && email !== undefined ? { email } : { userId: event.userId ?? null }),
       sessionId: event.sessionId ?? null,
@@ -86,12 +89,16 @@ export function createSecurityLog(db: Kysely<Database>, log: FastifyBaseLogger) 
       return repository.listEvents(db, userId, { limit: query.limit, offset: pageOffset(query) });
     },
 
-    /** For events that follow an action already taken: the action stands, a failed write is logged. */
-    async recordAfter(event: SecurityEvent): Promise<void> {
+    /**
+     * For events that follow an action already taken: the action stands, a failed write is logged.
+     * Answers the account it was recorded under (null: none; undefined: not recorded).
+     */
+    async recordAfter(event: SecurityEvent): Promise<string | null | undefined> {
       try {
-        await record(event);
+        return await record(event);
       } catch (err) {
         eventLost(log, err, event.type);
+        return undefined;
       }
     },
   };

@@ -133,13 +133,17 @@ export function createSignInService(options: SignInServiceOptions) {
             details: { attemptsLeft: outcome.attemptsLeft },
           });
           for (const scope of outcome.lockedOut) {
-            log.warn({ scope, ip: client.ipAddress }, 'sign-in locked out after too many wrong codes');
-            await record({
+            const userId = await record({
               type: 'code_locked',
               ...(scope === 'ip' ? {} : { email }),
               client,
               details: { scope },
             });
+            // The account locked out (its events tell the rest), when the address has one; never the address.
+            log.warn(
+              { scope, ip: client.ipAddress, ...(userId && { userId }) },
+              'sign-in locked out after too many wrong codes',
+            );
           }
           throw new GatewayError('OTP_INVALID', [
             outcome.emailRetryAfter !== undefined
