@@ -67,11 +67,11 @@ async function lift(
   if ((await gatewaysTold(otp, 'limits lift', config)) === undefined) return 1;
   const { email } = args;
   const lifted = await otp.lift(recipientOf(email));
-  const counted = `${count(lifted.wrongGuesses, 'wrong code')} in the last 24 hours and ${count(lifted.codesSent, 'code')} sent in the last hour`;
+  const counted = `${count(lifted.wrongCodes, 'wrong code')} in the last 24 hours and ${count(lifted.codesSent, 'code')} sent in the last hour`;
   console.log(
     args.json
       ? JSON.stringify({ email, ...lifted })
-      : lifted.wrongGuesses + lifted.codesSent > 0
+      : lifted.wrongCodes + lifted.codesSent > 0
         ? `limits lifted for ${email}: forgot ${counted}; it may ask for a code now (a client IP's own limits stay)`
         : // The keys are HMACs under OTP_SECRET, under REDIS_KEY_PREFIX: another value finds none.
           `nothing to lift for ${email}: ${counted} (if it is refused, check that OTP_SECRET and REDIS_KEY_PREFIX are the gateway's)`,

@@ -88,7 +88,7 @@ describe('limits:lift', () => {
 
     const lifted = await limitsLift(['--email', 'inbox@example.com', '--json']);
     expect(lifted.code).toBe(0);
-    expect(JSON.parse(lifted.out)).toEqual({ email: 'inbox@example.com', wrongGuesses: 0, codesSent: 2 });
+    expect(JSON.parse(lifted.out)).toEqual({ email: 'inbox@example.com', wrongCodes: 0, codesSent: 2 });
     expect((await send('inbox@example.com')).statusCode).toBe(200);
   });
 

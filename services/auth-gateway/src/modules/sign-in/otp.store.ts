@@ -281,7 +281,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     },
 
     /**
-     * An operator's lift (limits-cli.ts): forgets the address's wrong guesses (and so its lock-out),
+     * An operator's lift (limits-cli.ts): forgets the address's wrong codes (and so its lock-out),
      * its inbox's codes sent in the hour and its resend cooldown, so that it may ask for a code and
      * sign in at once. A code it holds stays as it is (a locked one is replaced by the next send), and
      * the client IPs' limits stay. Answers what it forgot, as counted in their windows.
@@ -289,7 +289,7 @@ export function createOtpStore(redis: RedisClient, options: OtpStoreOptions) {
     async lift(recipient: Recipient) {
       const { cooldown, inbox, failures } = addressWindows(recipient);
       const held = await windows.forget([failures, inbox, cooldown]);
-      return { wrongGuesses: held.failures, codesSent: held.email };
+      return { wrongCodes: held.failures, codesSent: held.email };
     },
 
     /**
