@@ -121,13 +121,14 @@ export async function buildApp(
     redis: app.redis,
     max: config.rateLimit.max,
     windowSeconds: config.rateLimit.window,
-    onLimitReached: (request) =>
-      services.securityLog.recordAfter({
+    onLimitReached: async (request) => {
+      await services.securityLog.recordAfter({
         type: 'rate_limited',
         client: clientInfo(request),
         details: { limit: 'requests:ip' },
         at: clock.now(),
-      }),
+      });
+    },
   });
   await app.register(auth, { verify: services.authenticate });
 

@@ -21,7 +21,7 @@ export interface OperatorCommand<Args, S extends OperatorSection> {
   parse: (argv: string[]) => Args;
   /**
    * What it reads of the gateway's configuration besides Redis: `database` (and gets Postgres), `otp`,
-   * `queue` (and gets the mail queue).
+   * `queue` (and gets the mail queue), `rateLimit`.
    */
   reads: S[];
   /** The command itself; answers its exit code. */

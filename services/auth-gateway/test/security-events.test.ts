@@ -1,6 +1,6 @@
 import { startOperationsServer } from '@tessera/telemetry';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   ageRotations,
   bearer,
@@ -148,6 +148,38 @@ describe('the security log', () => {
     // The log lines name neither the email nor the code.
     expect(JSON.stringify(logLines)).not.toContain('locked@example.com');
     expect(JSON.stringify(logLines)).not.toContain('nobody@example.com');
+  });
+
+  it("names the account in the warnings of a code's and an address's lock-out, none in an IP's", async () => {
+    const strict = capturedLog();
+    // One wrong code too many fills the code's, the address's and the IP's budgets at once.
+    const limits = {
+      OTP_MAX_ATTEMPTS: '3',
+      OTP_MAX_FAILURES_PER_EMAIL_PER_DAY: '3',
+      OTP_MAX_FAILURES_PER_IP_PER_HOUR: '3',
+    };
+    const other = await startGateway({ LOG_LEVEL: 'warn', ...limits }, { logStream: strict.logStream });
+    onTestFinished(() => other.close());
+    const { user } = await signIn(other.app, 'everything-locked@example.com');
+    const sent = await post(other.app, '/api/v1/auth/send-otp-email', {
+      email: 'everything-locked@example.com',
+    });
+    const wrong = body(sent).data.code === '0000' ? '0001' : '0000';
+    for (let i = 0; i < 3; i++)
+      await post(other.app, '/api/v1/auth/verify-otp-email', {
+        email: 'everything-locked@example.com',
+        code: wrong,
+      });
+
+    const warnings = strict.lines.filter(
+      (line) => line.msg === 'sign-in locked out after too many wrong codes',
+    );
+    const byScope = Object.fromEntries(warnings.map((line) => [line.scope, line]));
+    expect(Object.keys(byScope).sort()).toEqual(['code', 'email', 'ip']);
+    expect(byScope.code).toMatchObject({ userId: user._id });
+    expect(byScope.email).toMatchObject({ userId: user._id });
+    expect(byScope.ip).not.toHaveProperty('userId');
+    expect(JSON.stringify(strict.lines)).not.toContain('everything-locked@example.com');
   });
 
   it('gives a page whose count agrees with it while events are added and removed', async () => {

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
   max: number;
   windowSeconds: number;
   /** Called once per client and window when the client first goes over the limit. */
-  onLimitReached: (request: FastifyRequest) => Promise<unknown>;
+  onLimitReached: (request: FastifyRequest) => Promise<void>;
 }
 
 // Where @fastify/rate-limit's Redis store counts a client: this, then the key of its IP.
@@ -76,8 +76,8 @@ export default fp<RateLimitOptions>(
  */
 export async function requestsStanding(redis: RedisClient, ip: string, max: number) {
   const key = `${NAME_SPACE}${normalizeIP(ip)}`;
-  const [count, ttl] = await Promise.all([redis.get(key), redis.pttl(key)]);
-  // A window that ended between the two reads holds nothing.
-  const held = ttl > 0 ? Number(count ?? 0) : 0;
-  return { held, limit: max, retryAfter: held >= max ? Math.ceil(ttl / 1000) : 0 };
+  // Both in one transaction: a window ending between them would lend its count to the next one's time.
+  const [count, ttl] = ((await redis.multi().get(key).pttl(key).exec()) ?? []).map(([, value]) => value);
+  const held = Number(count ?? 0);
+  return { held, limit: max, retryAfter: held >= max ? Math.ceil(Number(ttl) / 1000) : 0 };
 }

@@ -132,19 +132,21 @@ export function createSignInService(options: SignInServiceOptions) {
             client,
             details: { attemptsLeft: outcome.attemptsLeft },
           });
-          for (const scope of outcome.lockedOut) {
-            const userId = await record({
-              type: 'code_locked',
-              ...(scope === 'ip' ? {} : { email }),
-              client,
-              details: { scope },
-            });
-            // The account locked out (its events tell the rest), when the address has one; never the address.
-            log.warn(
-              { scope, ip: client.ipAddress, ...(userId && { userId }) },
-              'sign-in locked out after too many wrong codes',
-            );
-          }
+          // Each warning names the account its event was recorded under (scope ip: none), never the address.
+          await Promise.all(
+            outcome.lockedOut.map(async (scope) => {
+              const userId = await record({
+                type: 'code_locked',
+                ...(scope === 'ip' ? {} : { email }),
+                client,
+                details: { scope },
+              });
+              log.warn(
+                { scope, ip: client.ipAddress, ...(userId && { userId }) },
+                'sign-in locked out after too many wrong codes',
+              );
+            }),
+          );
           throw new GatewayError('OTP_INVALID', [
             outcome.emailRetryAfter !== undefined
               ? `Too many wrong codes for this email: no code is accepted for ${outcome.emailRetryAfter} seconds`
