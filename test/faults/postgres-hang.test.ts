@@ -6,7 +6,8 @@ import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 // Postgres hung (SIGSTOP: connections open, nothing answers, as a frozen host or a partition) while
 // requests hold every pooled connection: an outage, not a busy gateway. The requests after them
 // answer 503 DEPENDENCY_UNAVAILABLE once the readiness probe's own connection has found Postgres
-// silent twice, readiness fails, and all is served again once Postgres answers.
+// silent twice, readiness fails, and all is served again once Postgres answers; the requests it
+// froze on wait for it until their client gives up.
 
 let fault: Awaited<ReturnType<typeof startOnPrivatePostgres>>;
 let postgres: PrivatePostgres;
@@ -35,7 +36,13 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
   await operator.connect();
   await operator.query('begin');
   await operator.query('lock table users in access exclusive mode');
-  const held = [me(), me()].map((answer) => answer.catch((error: unknown) => error));
+  // Each its status, or the name of the client's error.
+  const held = [me(), me()].map((answer) =>
+    answer.then(
+      (response) => response.status,
+      (error: Error) => error.name,
+    ),
+  );
   const watcher = new pg.Client({ connectionString: databaseUrl });
   await watcher.connect();
   await vi.waitFor(
@@ -62,11 +69,13 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
     expect(codes[0]).toBe('SERVER_BUSY');
     expect(codes.at(-1)).toBe('DEPENDENCY_UNAVAILABLE');
     expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
+    // The requests whose statements Postgres had taken wait for its answer until their client gives
+    // up (10 s): no timer of the gateway's cuts them (README, "What each fault costs").
+    expect(await Promise.all(held)).toEqual(['TimeoutError', 'TimeoutError']);
   } finally {
     await postgres.resume();
     await operator.query('rollback').catch(() => {});
     await operator.end();
-    await Promise.all(held);
   }
   await tessera.readyAgain();
   expect((await me()).status).toBe(200);
