@@ -11,6 +11,12 @@ export interface TcpProxy {
    * an RST, the server a FIN.
    */
   reset(): void;
+  /**
+   * Holds what either side sends, connections open, as a frozen host or a partition does; new
+   * connections are held too. `thaw` delivers it all. Each is a no-op when already so.
+   */
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -18,17 +24,26 @@ export interface TcpProxy {
 export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const { hostname, port } = new URL(target);
   const clients = new Set<net.Socket>();
+  // Each direction of each connection: what `from` reads is written to `to`.
+  const flows = new Set<readonly [net.Socket, net.Socket]>();
+  let frozen = false;
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(port), hostname);
     clients.add(client);
     client.on('close', () => clients.delete(client));
-    for (const [from, to] of [
+    for (const flow of [
       [client, upstream],
       [upstream, client],
     ] as const) {
-      from.pipe(to);
+      const [from, to] = flow;
+      flows.add(flow);
+      if (frozen) from.pause();
+      else from.pipe(to);
       from.on('error', () => to.destroy());
-      from.on('close', () => to.destroy());
+      from.on('close', () => {
+        flows.delete(flow);
+        to.destroy();
+      });
     }
   });
   server.listen(0, '127.0.0.1');
@@ -43,6 +58,19 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     connections: () => clients.size,
     reset() {
       for (const client of clients) client.resetAndDestroy();
+    },
+    freeze() {
+      if (frozen) return;
+      frozen = true;
+      for (const [from, to] of flows) {
+        from.unpipe(to);
+        from.pause();
+      }
+    },
+    thaw() {
+      if (!frozen) return;
+      frozen = false;
+      for (const [from, to] of flows) from.pipe(to);
     },
     async close() {
       proxy.reset();

@@ -55,36 +55,54 @@ function statementName(text: string): string {
 const isStalePlan = (error: unknown) =>
   error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan/.test(error.message);
 
+// A statement not answered this long after Postgres's own statement_timeout would have cancelled it
+// is one Postgres is not running: frozen, or cut off with its connections open. Its connection is
+// closed, and its request answers 503, instead of waiting for Postgres to answer again.
+const DEADLINE_MARGIN_MS = 3000;
+// pg's error when a statement's `query_timeout` passed.
+const isDeadline = (error: unknown) => error instanceof Error && error.message === 'Query read timeout';
+// A transaction that sets its own statement_timeout (the deletion sweep's 10 minutes) has no deadline
+// until its connection goes back.
+const SETS_STATEMENT_TIMEOUT = /^set (local )?statement_timeout\b/i;
+
 type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
 
 /**
- * A pooled client that names its statements and classifies its failures; one per client, kept (so
- * Kysely keeps its own connection object for it too). `released` is told each time it goes back.
+ * A pooled client that names its statements, gives each one a deadline (`deadline` ms) and
+ * classifies its failures; one per client, kept (so Kysely keeps its own connection object for it
+ * too). `released` is told each time it goes back.
  */
 function preparingConnection(
   client: pg.PoolClient,
-  schemaKnownCurrent: () => boolean,
+  { schemaKnownCurrent, deadline }: { schemaKnownCurrent: () => boolean; deadline: number },
   released: () => void,
 ): Connection {
   const names = new Set<string>();
-  let stale = false;
+  // Replaced on release, when a failure says it must go.
+  let replace = false;
+  let query_timeout: number | undefined = deadline;
   return {
     query: ((text: string, values: unknown[]) => {
+      if (SETS_STATEMENT_TIMEOUT.test(text)) query_timeout = undefined;
       const name = statementName(text);
       const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
       if (named) names.add(name);
-      return client.query(named ? { name, text, values } : { text, values }).catch((error: unknown) => {
-        // Replaced on release; the caller's retry (a 503) meets a connection without the old plan.
-        if (isStalePlan(error)) {
-          stale = true;
-          throw new DependencyUnavailableError('postgres', { cause: error });
-        }
-        throw classify(error, schemaKnownCurrent);
+      const statement = named ? { name, text, values, query_timeout } : { text, values, query_timeout };
+      return client.query(statement).catch((error: unknown) => {
+        if (isDeadline(error))
+          // Closed now (pg ends a client with a statement under way at once): what the caller sends
+          // next on it, a transaction's rollback, fails at once too.
+          void client.end().catch(() => {});
+        else if (!isStalePlan(error)) throw classify(error, schemaKnownCurrent);
+        // The connection goes; the caller's retry (a 503) meets another, without its old plans.
+        replace = true;
+        throw new DependencyUnavailableError('postgres', { cause: error });
       });
     }) as never,
     release: (destroy?: boolean) => {
       released();
-      client.release(destroy || stale);
+      query_timeout = deadline;
+      client.release(destroy || replace);
     },
   };
 }
@@ -96,11 +114,11 @@ const POOL_WAIT_TIMEOUT = /^timeout exceeded when trying to connect$/;
  * A pg pool whose failures to connect, and lost connections, reject with DependencyUnavailableError:
  * DependencyBusyError when every connection stayed in use, held by requests, for the whole wait and
  * `busy` says Postgres answers (more requests than the pool serves). Every statement is a named
- * (prepared) one, up to PREPARED_PER_CONNECTION of them per connection.
+ * (prepared) one, up to PREPARED_PER_CONNECTION of them per connection, with a deadline.
  */
 function classifyingPool(
   pool: pg.Pool,
-  schemaKnownCurrent: () => boolean,
+  statements: { schemaKnownCurrent: () => boolean; deadline: number },
   busy: () => boolean,
 ): PostgresPool {
   const connections = new WeakMap<pg.PoolClient, Connection>();
@@ -115,7 +133,7 @@ function classifyingPool(
       inUse++;
       let connection = connections.get(client);
       if (connection === undefined) {
-        connection = preparingConnection(client, schemaKnownCurrent, () => inUse--);
+        connection = preparingConnection(client, statements, () => inUse--);
         connections.set(client, connection);
         // The pool listens for the errors of idle clients only: a connection lost while a statement
         // runs would otherwise be an uncaught error that stops the process. The statement rejects
@@ -357,7 +375,16 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       return true;
     };
     const db: Kysely<Database> = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: classifyingPool(pool, () => schema.knownCurrent(), busy) }),
+      dialect: new PostgresDialect({
+        pool: classifyingPool(
+          pool,
+          {
+            schemaKnownCurrent: () => schema.knownCurrent(),
+            deadline: statementTimeout * 1000 + DEADLINE_MARGIN_MS,
+          },
+          busy,
+        ),
+      }),
       plugins: [new CamelCasePlugin()],
     });
     const schema = schemaState(db);
