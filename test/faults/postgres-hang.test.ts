@@ -7,7 +7,7 @@ import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 // requests hold every pooled connection: an outage, not a busy gateway. The requests after them
 // answer 503 DEPENDENCY_UNAVAILABLE once the readiness probe's own connection has found Postgres
 // silent twice, readiness fails, and all is served again once Postgres answers; the requests it
-// froze on answer 503 too, once their statements' deadline has passed.
+// froze on answer 503 too, once their statements' deadline has passed and the probe found it silent.
 
 let fault: Awaited<ReturnType<typeof startOnPrivatePostgres>>;
 let postgres: PrivatePostgres;
@@ -15,8 +15,8 @@ let databaseUrl: string;
 let tessera: Tessera;
 
 beforeAll(async () => {
-  // Statements unanswered for DATABASE_STATEMENT_TIMEOUT + 3 s fail: 8 s, within the test client's 10.
-  fault = await startOnPrivatePostgres({ DATABASE_POOL_SIZE: '2', DATABASE_STATEMENT_TIMEOUT: '5' });
+  // Long enough that Postgres has frozen before it would cancel the statements waiting on a lock.
+  fault = await startOnPrivatePostgres({ DATABASE_POOL_SIZE: '2', DATABASE_STATEMENT_TIMEOUT: '8' });
   ({ postgres, databaseUrl, tessera } = fault);
   tessera.startMailer();
 });
@@ -37,9 +37,14 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
   await operator.connect();
   await operator.query('begin');
   await operator.query('lock table users in access exclusive mode');
-  const held = [me(), me()].map((answer) =>
-    answer.then(({ status, headers }) => [status, headers.get('tessera-error-code')]),
-  );
+  // Their client waits longer than the gateway may: DATABASE_STATEMENT_TIMEOUT, 1 s, and the probe's 3.
+  const held = [1, 2].map(async () => {
+    const response = await fetch(`${tessera.baseUrl}/api/v1/users/me`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+      signal: AbortSignal.timeout(30_000),
+    });
+    return [response.status, response.headers.get('tessera-error-code')];
+  });
   const watcher = new pg.Client({ connectionString: databaseUrl });
   await watcher.connect();
   await vi.waitFor(
@@ -66,8 +71,8 @@ it('is an outage, not a busy pool, and is served again once Postgres answers', {
     expect(codes[0]).toBe('SERVER_BUSY');
     expect(codes.at(-1)).toBe('DEPENDENCY_UNAVAILABLE');
     expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(503);
-    // The requests whose statements Postgres had taken are answered too, once their statements'
-    // deadline has passed, while Postgres is still silent.
+    // The requests whose statements Postgres had taken are answered too, while it is still silent:
+    // their statements' deadline passed, and the probe found Postgres silent.
     const outage = [503, 'DEPENDENCY_UNAVAILABLE'];
     expect(await Promise.all(held)).toEqual([outage, outage]);
   } finally {

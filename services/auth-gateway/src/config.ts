@@ -99,7 +99,7 @@ export const GatewayConfigSchema = Type.Object({
     statementTimeout: Int(
       'DATABASE_STATEMENT_TIMEOUT',
       10,
-      'Seconds (at most 600) a statement of the gateway may run, waiting for locks included; past it Postgres cancels it and a request answers 503 with `Retry-After`, instead of holding a pool connection. One Postgres leaves unanswered 3 s longer (a frozen host, a partition) fails the same, its connection closed. The account deletion sweep has 10 minutes, and no such deadline.',
+      "Seconds (at most 600) a statement of the gateway may run, waiting for locks included; past it Postgres cancels it and a request answers 503 with `Retry-After`, instead of holding a pool connection. A statement still unanswered 1 s longer fails the same, its connection closed, when Postgres answers nothing on the readiness probe's connection either (3 s: a frozen host, a partition). The account deletion sweep has 10 minutes.",
       { maximum: 600 },
     ),
   }),

@@ -1,18 +1,17 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DependencyUnavailableError } from '@tessera/contracts';
 import { createTestDatabase, startTcpProxy, type TcpProxy, type TestDatabase } from '@tessera/testing';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import type { Database } from '../src/database.ts';
 import db from '../src/plugins/db.ts';
 
 // A statement Postgres leaves unanswered (a frozen host, a partition: the connection stays open) fails
-// once DATABASE_STATEMENT_TIMEOUT and 3 s have passed, so that its request answers 503 instead of
-// waiting for Postgres; a transaction that set its own statement_timeout, as the deletion sweep's
-// 10 minutes, waits. Postgres is reached through a proxy that holds what either side sends.
-
-const DEADLINE_MS = 1000 + 3000;
+// once DATABASE_STATEMENT_TIMEOUT and 1 s have passed and Postgres answers nothing on the readiness
+// probe's connection either, so that its request answers 503 instead of waiting for Postgres; while
+// Postgres answers, a statement waits (a commit held by a synchronous standby, the deletion sweep's
+// long statements). Postgres is reached through a proxy that holds what either side sends.
 
 let database: TestDatabase;
 let proxy: TcpProxy;
@@ -32,34 +31,52 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const one = async (on: Kysely<Database>) => (await sql<{ one: number }>`select 1 as one`.execute(on)).rows;
+/** The backend that answers, on `on`'s connection. */
+const backend = async (on: Kysely<Database>) =>
+  (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(on)).rows[0]?.pid;
+const unanswered = { cause: expect.objectContaining({ message: expect.stringMatching(/answered neither/) }) };
 
-it('fails a statement left unanswered past its deadline as an outage, and serves the next on another connection', async () => {
+it('fails a statement left unanswered, with the probe unanswered too, as an outage; the next runs on another connection', async () => {
+  const before = await backend(app.db);
   proxy.freeze();
-  await expect(one(app.db)).rejects.toBeInstanceOf(DependencyUnavailableError);
+  const failed = backend(app.db);
+  await expect(failed).rejects.toBeInstanceOf(DependencyUnavailableError);
+  await expect(failed).rejects.toMatchObject(unanswered);
   proxy.thaw();
-  expect(await one(app.db)).toEqual([{ one: 1 }]);
+  const after = await backend(app.db);
+  expect(after).toEqual(expect.any(Number));
+  expect(after).not.toBe(before);
 });
 
-it("waits in a transaction that set its own statement_timeout; the connection's next statement has its deadline again", async () => {
-  await app.db.transaction().execute(async (trx) => {
-    await sql`set local statement_timeout = '10min'`.execute(trx);
-    proxy.freeze();
-    const answer = one(trx);
-    await sleep(DEADLINE_MS + 1000);
-    proxy.thaw();
-    expect(await answer).toEqual([{ one: 1 }]);
-  });
-  proxy.freeze();
-  await expect(one(app.db)).rejects.toBeInstanceOf(DependencyUnavailableError);
-});
-
-it('fails a transaction whose statement passed its deadline as an outage, and serves the next', async () => {
+it('fails a transaction whose statement went unanswered, its rollback with the same cause', async () => {
   const transaction = app.db.transaction().execute(async (trx) => {
     proxy.freeze();
-    return one(trx);
+    return backend(trx);
   });
-  await expect(transaction).rejects.toBeInstanceOf(DependencyUnavailableError);
-  proxy.thaw();
-  expect(await one(app.db)).toEqual([{ one: 1 }]);
+  await expect(transaction).rejects.toMatchObject(unanswered);
+});
+
+it('lets a statement run past its deadline while Postgres answers on another connection, on the same connection', async () => {
+  const before = await backend(app.db);
+  // As the deletion sweep's transaction: a statement_timeout of its own, past the deadline (2 s).
+  const slept = await app.db.transaction().execute(async (trx) => {
+    await sql`set local statement_timeout = '10min'`.execute(trx);
+    await sql`select pg_sleep(3)`.execute(trx);
+    return backend(trx);
+  });
+  expect(slept).toBe(before);
+});
+
+it("leaves a statement stuck behind a lock to Postgres's statement_timeout, on the same connection", async () => {
+  const before = await backend(app.db);
+  const holder = new pg.Client({ connectionString: database.url });
+  await holder.connect();
+  try {
+    await holder.query('begin; lock table users in access exclusive mode');
+    const waited = app.db.selectFrom('users').select('id').execute();
+    await expect(waited).rejects.toMatchObject({ cause: { code: '57014' } });
+  } finally {
+    await holder.end();
+  }
+  expect(await backend(app.db)).toBe(before);
 });

@@ -55,53 +55,73 @@ function statementName(text: string): string {
 const isStalePlan = (error: unknown) =>
   error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan/.test(error.message);
 
-// A statement not answered this long after Postgres's own statement_timeout would have cancelled it
-// is one Postgres is not running: frozen, or cut off with its connections open. Its connection is
-// closed, and its request answers 503, instead of waiting for Postgres to answer again.
-const DEADLINE_MARGIN_MS = 3000;
-// pg's error when a statement's `query_timeout` passed.
-const isDeadline = (error: unknown) => error instanceof Error && error.message === 'Query read timeout';
-// A transaction that sets its own statement_timeout (the deletion sweep's 10 minutes) has no deadline
-// until its connection goes back.
-const SETS_STATEMENT_TIMEOUT = /^set (local )?statement_timeout\b/i;
+// A statement still unanswered this long after Postgres's own statement_timeout would have cancelled
+// it is looked at: when Postgres answers nothing on the readiness probe's connection either (frozen,
+// or cut off with its connections open), its connection is closed and its request answers 503,
+// instead of waiting for Postgres to answer again. While Postgres answers, it waits on (a commit
+// held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue), and
+// is looked at again as long after.
+const DEADLINE_MARGIN_MS = 1000;
 
 type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
 
+interface Statements {
+  schemaKnownCurrent: () => boolean;
+  /** How long a statement may go unanswered before `silent` is asked, ms. */
+  deadline: number;
+  /** Whether Postgres answers nothing on another connection either. */
+  silent: () => Promise<boolean>;
+}
+
 /**
- * A pooled client that names its statements, gives each one a deadline (`deadline` ms) and
- * classifies its failures; one per client, kept (so Kysely keeps its own connection object for it
- * too). `released` is told each time it goes back.
+ * A pooled client that names its statements, closes itself when one goes unanswered past its
+ * deadline while Postgres is silent, and classifies its failures; one per client, kept (so Kysely
+ * keeps its own connection object for it too). `released` is told each time it goes back.
  */
 function preparingConnection(
   client: pg.PoolClient,
-  { schemaKnownCurrent, deadline }: { schemaKnownCurrent: () => boolean; deadline: number },
+  { schemaKnownCurrent, deadline, silent }: Statements,
   released: () => void,
 ): Connection {
   const names = new Set<string>();
   // Replaced on release, when a failure says it must go.
   let replace = false;
-  let query_timeout: number | undefined = deadline;
+  // Why it was closed: what the caller sends next on it (a transaction's rollback) fails with it.
+  let cut: Error | undefined;
   return {
     query: ((text: string, values: unknown[]) => {
-      if (SETS_STATEMENT_TIMEOUT.test(text)) query_timeout = undefined;
+      if (cut) return Promise.reject(new DependencyUnavailableError('postgres', { cause: cut }));
       const name = statementName(text);
       const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
       if (named) names.add(name);
-      const statement = named ? { name, text, values, query_timeout } : { text, values, query_timeout };
-      return client.query(statement).catch((error: unknown) => {
-        if (isDeadline(error))
-          // Closed now (pg ends a client with a statement under way at once): what the caller sends
-          // next on it, a transaction's rollback, fails at once too.
-          void client.end().catch(() => {});
-        else if (!isStalePlan(error)) throw classify(error, schemaKnownCurrent);
-        // The connection goes; the caller's retry (a 503) meets another, without its old plans.
-        replace = true;
-        throw new DependencyUnavailableError('postgres', { cause: error });
-      });
+      let answered = false;
+      const look = async () => {
+        const unanswering = await silent();
+        if (answered) return;
+        if (!unanswering) {
+          timer = setTimeout(look, deadline);
+          return;
+        }
+        cut = new Error(`Postgres answered neither this statement within ${deadline} ms nor the probe`);
+        // pg closes a client with a statement under way at once; the statement fails with it.
+        void client.end().catch(() => {});
+      };
+      let timer = setTimeout(look, deadline);
+      return client
+        .query(named ? { name, text, values } : { text, values })
+        .catch((error: unknown) => {
+          if (!cut && !isStalePlan(error)) throw classify(error, schemaKnownCurrent);
+          // The connection goes; the caller's retry (a 503) meets another, without its old plans.
+          replace = true;
+          throw new DependencyUnavailableError('postgres', { cause: cut ?? error });
+        })
+        .finally(() => {
+          answered = true;
+          clearTimeout(timer);
+        });
     }) as never,
     release: (destroy?: boolean) => {
       released();
-      query_timeout = deadline;
       client.release(destroy || replace);
     },
   };
@@ -116,11 +136,7 @@ const POOL_WAIT_TIMEOUT = /^timeout exceeded when trying to connect$/;
  * `busy` says Postgres answers (more requests than the pool serves). Every statement is a named
  * (prepared) one, up to PREPARED_PER_CONNECTION of them per connection, with a deadline.
  */
-function classifyingPool(
-  pool: pg.Pool,
-  statements: { schemaKnownCurrent: () => boolean; deadline: number },
-  busy: () => boolean,
-): PostgresPool {
+function classifyingPool(pool: pg.Pool, statements: Statements, busy: () => boolean): PostgresPool {
   const connections = new WeakMap<pg.PoolClient, Connection>();
   let inUse = 0;
   return {
@@ -381,6 +397,11 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
           {
             schemaKnownCurrent: () => schema.knownCurrent(),
             deadline: statementTimeout * 1000 + DEADLINE_MARGIN_MS,
+            silent: () =>
+              probe.check().then(
+                () => false,
+                () => true,
+              ),
           },
           busy,
         ),
