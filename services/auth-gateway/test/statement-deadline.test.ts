@@ -1,9 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DependencyUnavailableError } from '@tessera/contracts';
 import { createTestDatabase, startTcpProxy, type TcpProxy, type TestDatabase } from '@tessera/testing';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
 import type { Database } from '../src/database.ts';
 import db from '../src/plugins/db.ts';
 
@@ -65,6 +66,41 @@ it('lets a statement run past its deadline while Postgres answers on another con
     return backend(trx);
   });
   expect(slept).toBe(before);
+});
+
+it('waits on while Postgres answers the probe, and cuts once it goes silent', async () => {
+  const statement = app.db.transaction().execute(async (trx) => {
+    await sql`set local statement_timeout = '10min'`.execute(trx);
+    return sql`select pg_sleep(20)`.execute(trx);
+  });
+  // Past the first deadline (2 s), at which Postgres answered the probe.
+  await sleep(3000);
+  proxy.freeze();
+  await expect(statement).rejects.toMatchObject(unanswered);
+});
+
+it('takes a probe answered with an error for no silence: the statement waits on', async () => {
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  const name = new URL(database.url).pathname.slice(1);
+  try {
+    const slept = app.db.transaction().execute(async (trx) => {
+      await sql`set local statement_timeout = '10min'`.execute(trx);
+      const pid = await backend(trx);
+      // The probe's connection ends, and a new one is refused (as with too many clients).
+      await admin.query(`alter database ${admin.escapeIdentifier(name)} allow_connections false`);
+      await admin.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> $2',
+        [name, pid],
+      );
+      await sql`select pg_sleep(4)`.execute(trx);
+      return pid;
+    });
+    expect(await slept).toEqual(expect.any(Number));
+  } finally {
+    await admin.query(`alter database ${admin.escapeIdentifier(name)} allow_connections true`);
+    await admin.end();
+  }
 });
 
 it("leaves a statement stuck behind a lock to Postgres's statement_timeout, on the same connection", async () => {

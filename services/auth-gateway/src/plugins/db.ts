@@ -62,6 +62,8 @@ const isStalePlan = (error: unknown) =>
 // held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue), and
 // is looked at again as long after.
 const DEADLINE_MARGIN_MS = 1000;
+// pg's errors when a statement, or a connection being made, got no answer in time.
+const NO_ANSWER = /^(Query read timeout|timeout expired)$/;
 
 type Connection = Awaited<ReturnType<PostgresPool['connect']>>;
 
@@ -95,6 +97,7 @@ function preparingConnection(
       const named = names.has(name) || names.size < PREPARED_PER_CONNECTION;
       if (named) names.add(name);
       let answered = false;
+      const sent = performance.now();
       const look = async () => {
         const unanswering = await silent();
         if (answered) return;
@@ -102,7 +105,8 @@ function preparingConnection(
           timer = setTimeout(look, deadline);
           return;
         }
-        cut = new Error(`Postgres answered neither this statement within ${deadline} ms nor the probe`);
+        const waited = Math.round((performance.now() - sent) / 1000);
+        cut = new Error(`Postgres answered neither this statement in ${waited} s nor the probe`);
         // pg closes a client with a statement under way at once; the statement fails with it.
         void client.end().catch(() => {});
       };
@@ -318,6 +322,16 @@ function ownConnectionProbe(options: pg.ClientConfig) {
   return {
     check,
     /**
+     * Whether Postgres answers nothing: the question, or the connection for it, timed out. Not when
+     * it answers with an error (too many connections, the probe's backend terminated), nor once the
+     * probe is closed: then nothing tells that Postgres is not working on what it was asked.
+     */
+    silent: () =>
+      check().then(
+        () => false,
+        (error: DependencyUnavailableError) => NO_ANSWER.test((error.cause as Error)?.message ?? ''),
+      ),
+    /**
      * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
      * the gateway's own event loop stalled past the timeout). Asks again if the last is a second old.
      */
@@ -397,11 +411,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
           {
             schemaKnownCurrent: () => schema.knownCurrent(),
             deadline: statementTimeout * 1000 + DEADLINE_MARGIN_MS,
-            silent: () =>
-              probe.check().then(
-                () => false,
-                () => true,
-              ),
+            silent: probe.silent,
           },
           busy,
         ),
