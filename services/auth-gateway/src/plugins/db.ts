@@ -59,8 +59,8 @@ const isStalePlan = (error: unknown) =>
 // it is looked at: when Postgres answers nothing on the readiness probe's connection either (frozen,
 // or cut off with its connections open), its connection is closed and its request answers 503,
 // instead of waiting for Postgres to answer again. While Postgres answers, it waits on (a commit
-// held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue), and
-// is looked at again as long after.
+// held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue in
+// session pooling), and is looked at again as long after.
 const DEADLINE_MARGIN_MS = 1000;
 // pg's errors when a statement, or a connection being made, got no answer in time.
 const NO_ANSWER = /^(Query read timeout|timeout expired)$/;
@@ -277,7 +277,8 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
  * question, at start, and again after a failure), one question at a time. Readiness asks it, not
  * the pool: a loaded gateway has no connection free, and taking it out of service would move its
  * load onto the others. The pool asks it too when every connection stayed in use, since a Postgres
- * that hangs holds them as well as a busy one does.
+ * that hangs holds them as well as a busy one does, and when a statement went unanswered past its
+ * deadline (`silent`).
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
