@@ -91,7 +91,7 @@ export async function buildApp(
   await app.register(errorHandler, errors);
   // Security headers first: the 503 of a drain carries them too.
   await app.register(httpSecurity, { appEnv: config.env, corsOrigins: config.http.corsOrigins });
-  await app.register(draining);
+  await app.register(draining, { requestTimeout: config.http.requestTimeout * 1000 });
   await app.register(metrics);
   await app.register(envelope, { clock });
   if (checkResponses) await app.register(responseCheck);

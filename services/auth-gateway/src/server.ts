@@ -33,14 +33,8 @@ closeGracefully({
   log: app.log,
   async close() {
     operations.drain();
-    // A keep-alive connection goes idle once its last request is answered: close it then, not when
-    // the client gets round to it. Requests arriving meanwhile are answered 503 (plugins/draining).
-    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
-    try {
-      await app.close();
-    } finally {
-      clearInterval(closeIdle);
-    }
+    // Requests in flight finish; idle connections close, later requests are answered 503 (plugins/draining).
+    await app.close();
     await operations.close();
     app.log.info('closed');
   },

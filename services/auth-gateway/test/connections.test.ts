@@ -2,8 +2,9 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { startOperationsServer } from '@tessera/telemetry';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startGateway, type TestGateway } from './helpers.ts';
+import { bearer, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // Clients that open connections and never finish a request, as an attacker's do: each would hold a
 // connection, and the heap behind it, for as long as it liked.
@@ -87,6 +88,57 @@ describe('a client that does not finish its request', () => {
     client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\nX-Slow: ');
     const answer = await client.closed.finally(() => clearInterval(dripping));
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+});
+
+describe('while the gateway drains', () => {
+  // Long enough for the set-up below to come well within it.
+  beforeEach(() => listening({ REQUEST_TIMEOUT: '4' }));
+
+  it('a client that does not finish its request still gets its 408 at REQUEST_TIMEOUT, and the drain ends; a request in flight finishes', async () => {
+    const { accessToken, user } = await signIn(gateway.app, 'draining@example.com');
+    // Another transaction holds the user's row: a profile change waits for it, in flight.
+    const holder = new pg.Client({ connectionString: gateway.config.database.url });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select * from users where id = $1 for update', [user._id]);
+      const change = JSON.stringify({ name: 'Ada' });
+      const inFlight = connect();
+      inFlight.socket.write(
+        `PATCH /api/v1/users/me HTTP/1.1\r\nHost: t\r\nAuthorization: ${bearer(accessToken).authorization}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${change.length}\r\n\r\n${change}`,
+      );
+      const [body, head] = [connect(), connect()];
+      body.socket.write(UNFINISHED_POST);
+      head.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n');
+      const waiting = async () =>
+        (await holder.query("select 1 from pg_stat_activity where wait_event_type = 'Lock'")).rowCount;
+      await expect.poll(waiting).toBe(1);
+      await expect
+        .poll(() => new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count))))
+        .toBe(3);
+
+      // Node stops timing requests once the server closes (SIGTERM's drain): without the drain's own
+      // timing, both would wait, and hold the drain, for as long as their clients liked.
+      const drained = gateway.app.close();
+      const answered = (client: ReturnType<typeof connect>) =>
+        Promise.race([
+          client.closed.then(() => true),
+          new Promise((resolve) => setTimeout(resolve, 1500, false)),
+        ]);
+      // Not before their time: REQUEST_TIMEOUT holds during the drain as before it.
+      expect(await answered(body)).toBe(false);
+      for (const unfinished of [body, head]) expect(await unfinished.closed).toMatch(/^HTTP\/1\.1 408 /);
+      expect(await waiting()).toBe(1);
+      await holder.query('rollback');
+      const answer = await inFlight.closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      expect(answer.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
+      await drained;
+    } finally {
+      await holder.end();
+    }
   });
 });
 

@@ -1,17 +1,52 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../errors.ts';
+
+// The answer under way on a connection, and its request: Node's own.
+type DrainedSocket = Socket & { _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null };
 
 /**
  * While the gateway drains (after SIGTERM), a request that still arrives on an open connection is
  * answered with the 503 envelope, `Retry-After` and `Connection: close`, so the client retries on
- * another instance; the requests already in flight finish.
+ * another instance; the requests already in flight finish. A keep-alive connection is closed as soon
+ * as its last answer has gone. Node stops timing requests once its server closes: the drain goes on
+ * doing it, so a client that does not finish sending its request still gets its 408 at
+ * `REQUEST_TIMEOUT`, rather than hold the drain to its deadline.
  */
-export default fp(
-  async function draining(app) {
+export default fp<{ requestTimeout: number }>(
+  async function draining(app, { requestTimeout }) {
+    const { server } = app;
+    const open = new Set<DrainedSocket>();
+    server.on('connection', (socket: DrainedSocket) => {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+    });
     let closing = false;
+    let sweeps: NodeJS.Timeout | undefined;
+
     app.addHook('preClose', async () => {
       closing = true;
+      // Past this, no request on a connection that began before the drain can still arrive in time.
+      const timeoutAt = performance.now() + requestTimeout;
+      const timedOut = new Map<Socket, number>();
+      sweeps = setInterval(() => {
+        server.closeIdleConnections();
+        const now = performance.now();
+        if (now < timeoutAt) return;
+        for (const socket of open) {
+          const answer = socket._httpMessage;
+          if (answer?.req.complete && !answer.writableFinished) continue;
+          const answeredAt = timedOut.get(socket);
+          if (answeredAt === undefined) {
+            timedOut.set(socket, now);
+            server.emit('clientError', REQUEST_TIMEOUT(), socket);
+          } else if (now - answeredAt > 1000) socket.destroy();
+        }
+      }, 100);
     });
+    app.addHook('onClose', async () => clearInterval(sweeps));
+
     app.addHook('onRequest', (_request, reply, done) => {
       if (!closing) return done();
       reply.header('connection', 'close');
@@ -20,3 +55,7 @@ export default fp(
   },
   { name: 'draining', dependencies: ['error-handler'] },
 );
+
+/** The error of Node's own request timeout, which the clientError handler answers with the 408 envelope. */
+const REQUEST_TIMEOUT = () =>
+  Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
