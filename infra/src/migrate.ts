@@ -1,7 +1,12 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { appEnvMissingInProduction, isPostgresUrl } from '@tessera/config';
+import {
+  appEnvMissingInProduction,
+  isPostgresUrl,
+  parsesAsPostgresUrl,
+  unreadableUrl,
+} from '@tessera/config';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
@@ -148,6 +153,10 @@ if (import.meta.main) {
     console.error(
       'Migration failed: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
     );
+    process.exit(1);
+  }
+  if (!parsesAsPostgresUrl(databaseUrl)) {
+    console.error(`Migration failed: ${unreadableUrl('DATABASE_URL')}`);
     process.exit(1);
   }
   try {

@@ -129,6 +129,9 @@ export function checkRedisUrl(redisUrl: string, clusterNodes: string): void {
     throw new ConfigError(
       `Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL${clusterNodes === '' ? " (or a Unix socket's path)" : ''}`,
     );
+  if (redisUrl.startsWith('/')) return;
+  // Read as a URL later, the services would fail with the value in the error, password included.
+  if (!URL.canParse(redisUrl)) throw new ConfigError(`Invalid configuration: ${unreadableUrl('REDIS_URL')}`);
 }
 
 /**
@@ -136,6 +139,18 @@ export function checkRedisUrl(redisUrl: string, clusterNodes: string): void {
  * (a Unix socket too: `postgres:///tessera?host=/var/run/postgresql`).
  */
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
+
+/**
+ * Whether node-postgres can read a Postgres URL as a URL: it allows no host after credentials
+ * (`postgres://user@/tessera?host=/run/postgresql`). Otherwise (a password's `/`, a port that is no
+ * number) pg fails at the first query with "Invalid URL", naming nothing.
+ */
+export const parsesAsPostgresUrl = (url: string): boolean =>
+  URL.canParse(url) || URL.canParse(url.replace('@/', '@host/'));
+
+/** What is wrong with a URL that does not parse: the value is not said back, its password with it. */
+export const unreadableUrl = (variable: string) =>
+  `${variable} is no URL that can be read: percent-encode the reserved characters of its user and password (/ : @ # ? % and blanks, as encodeURIComponent does) and check its port`;
 
 /** The settings both services read, declared once: `shared.appEnv`, `shared.logLevel`, … */
 export const shared = {

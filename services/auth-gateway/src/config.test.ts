@@ -84,6 +84,21 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgresql:///tessera?host=/var/run/postgresql' }).database.url).toBe(
       'postgresql:///tessera?host=/var/run/postgresql',
     );
+    // Read as URLs later, these fail with "Invalid URL", naming no variable (the mailer: its value too).
+    const unreadable =
+      /^Invalid configuration: (REDIS|DATABASE)_URL is no URL that can be read: percent-encode /;
+    for (const env of [
+      { REDIS_URL: 'redis://tessera-gateway:Zm9v/s3cret+cXV4@redis:6379' },
+      { REDIS_URL: 'rediss://user:s3cret@cache:port' },
+      { DATABASE_URL: 'postgres://tessera:Zm9v/s3cret@db:5432/tessera' },
+      { DATABASE_URL: 'postgres://tessera:s3cret@db:port/tessera' },
+    ]) {
+      expect(() => loadConfig(env), Object.values(env)[0]).toThrowError(unreadable);
+      expect(() => loadConfig(env)).not.toThrowError(/s3cret/);
+    }
+    // No host after the credentials is node-postgres's way to a socket named in the query.
+    const socket = 'postgres://tessera:s3cret@/tessera?host=/var/run/postgresql';
+    expect(loadConfig({ DATABASE_URL: socket }).database.url).toBe(socket);
     expect(() => loadConfig({ BULLMQ_PREFIX: '{tessera}\r' })).toThrowError(
       'Invalid configuration: BULLMQ_PREFIX must not contain blanks',
     );

@@ -9,9 +9,11 @@ import {
   isPostgresUrl,
   misspelledVariables,
   parseSetting,
+  parsesAsPostgresUrl,
   readConfig,
   requireInProduction,
   shared,
+  unreadableUrl,
   variable,
   variablesOf,
 } from '@tessera/config';
@@ -488,6 +490,8 @@ function checkDatabaseUrl(url: string): void {
     throw new ConfigError(
       'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
     );
+  if (!parsesAsPostgresUrl(url))
+    throw new ConfigError(`Invalid configuration: ${unreadableUrl('DATABASE_URL')}`);
 }
 
 function parseTrustProxy(setting: string): TrustProxy {

@@ -83,6 +83,12 @@ describe('loadConfig', () => {
     expect(() => loadQueueConfig({ REDIS_URL: 'http://:s3cret@cache:6379' })).toThrowError(
       /^Invalid configuration: REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/,
     );
+    // A base64 password's `/`, unencoded: one line naming the variable, not a stack trace with the password.
+    const unencoded = startupError({ REDIS_URL: 'redis://tessera-mailer:Zm9v/YmFy+cXV4@redis:6379' });
+    expect(unencoded).toMatch(
+      /^Invalid configuration: REDIS_URL is no URL that can be read: percent-encode /,
+    );
+    expect(unencoded).not.toContain('YmFy');
   });
 
   it('names a MAILER_CONCURRENCY that is not a whole number in range', () => {
