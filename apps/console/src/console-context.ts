@@ -8,7 +8,7 @@ import type { Tessera } from './tessera.ts';
 /** Why the sign-in form is shown again, in the words the page uses. */
 export const SIGNED_OUT = {
   ended:
-    'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
+    'Your session has ended: it expired, or was signed out in another tab or from another device. Sign in again to continue.',
   deleted:
     'Your account has been deleted, as scheduled. Signing in with this email again starts a new account.',
   here: 'You signed out of this device.',

@@ -386,6 +386,14 @@ describe('sign-in', () => {
     await page.clock.fastForward(expiresIn * 1000);
     await page.getByRole('status').filter({ hasText: 'This code has expired. Send a new code.' }).waitFor();
     expect(await descriptionOf(codeBox)).toBe(`4 digits, sent to ${email}. It stopped working at ${until}.`);
+
+    // Typed anyway (used meanwhile, as it happens): the field says why it is refused, and only the field.
+    const code = await codeFromEmail(email, 0);
+    await api('POST', '/api/v1/auth/verify-otp-email', { email, code });
+    await codeBox.fill(code);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('This code has expired or was already used. Send a new code.').waitFor();
+    expect(await page.getByText(/This code has expired\. Send a new code\./).count()).toBe(0);
   });
 
   it('shows an outage for the form, and does not mark a right email or code as wrong', async () => {
@@ -856,6 +864,15 @@ describe('account', () => {
     expect(await more.count()).toBe(0);
     expect(await isFocused(activity.getByRole('heading', { name: 'Security activity' }))).toBe(true);
     await expectAccessible(page, 'security activity, all shown');
+
+    // The tab shown again reloads the list, and keeps in view what "Show more" brought.
+    const reloaded = page.waitForResponse(
+      (response) => new URL(response.url()).pathname === '/api/v1/users/me/security-events',
+    );
+    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await reloaded;
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
+    expect(await items.count()).toBe(shown);
   });
 
   it('writes dates in English, as the page is, in a browser that asks for German', async () => {
@@ -965,7 +982,13 @@ describe('account', () => {
     expect((await api('GET', '/api/v1/users/me', undefined, token)).email).toBe(person.email);
     expect(await isFocused(signOut)).toBe(true);
 
+    // Once something else goes through, the alert no longer holds, and goes.
     await page.unroute(sessionRoutes);
+    await page.getByRole('textbox', { name: 'Bio' }).fill('Still here.');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+
     await signOut.click();
     await page.getByRole('status').filter({ hasText: 'You signed out of this device.' }).waitFor();
     await expect
@@ -1160,7 +1183,7 @@ describe('one person, several places', () => {
     await phone.getByRole('button', { name: 'Save' }).click();
     await phone
       .getByText(
-        'Your session has ended: it was signed out in another tab or from another device. Sign in again to continue.',
+        'Your session has ended: it expired, or was signed out in another tab or from another device. Sign in again to continue.',
       )
       .waitFor();
     expect(await phone.getByRole('textbox', { name: 'Email' }).isVisible()).toBe(true);
@@ -1187,6 +1210,18 @@ describe('one person, several places', () => {
     await page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' }).waitFor();
     expect(await page.getByRole('button', { name: 'Delete account' }).isVisible()).toBe(true);
     expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
+  it('shows a deletion scheduled in another tab once this one is back in view', async () => {
+    const person = await registeredPerson('Mary', 'Jackson');
+    const page = await openConsole(await newContext());
+    await signInThroughPage(page, person.email);
+    await page.getByRole('heading', { level: 1, name: 'Mary Jackson' }).waitFor();
+
+    await api('POST', '/api/v1/users/me/deletion', undefined, person.accessToken);
+    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await page.getByRole('region', { name: 'Deletion scheduled' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Delete account' }).count()).toBe(0);
   });
 
   it('keeps two tabs in step: a sign-in and a sign-out in one show in the other', async () => {

@@ -22,7 +22,7 @@ const DisplayName = ({ user }: { user: User }) =>
 
 /** The signed-in person's page: the profile, where they are signed in, what happened, deletion. */
 export function AccountView({ initialUser }: { initialUser: User }) {
-  const { tessera, signedOut, leaving, deletionDue } = useConsole();
+  const { tessera, signedOut, leaving, deletionDue, sessionEnded } = useConsole();
   const [user, setUser] = useState(initialUser);
   const [status, setStatus] = useState('');
   const [signOutError, setSignOutError] = useState<string | undefined>();
@@ -33,12 +33,20 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   const [focusDeletion, setFocusDeletion] = useState(false);
   const heading = useRef<HTMLHeadingElement>(null);
   const refresh = () => setRefreshKey((key) => key + 1);
+  // Something went through: a sign-out that could not be made is no longer the news.
+  const changed = () => {
+    setSignOutError(undefined);
+    refresh();
+  };
 
   useEffect(() => {
     document.title = 'Your account';
     heading.current?.focus();
     const onVisible = () => {
-      if (document.visibilityState === 'visible') refresh();
+      if (document.visibilityState !== 'visible') return;
+      refresh();
+      // A deletion scheduled or cancelled in another tab shows here too (an ended session: the lists say it).
+      tessera.users.me().then(setUser, (error: unknown) => sessionEnded(error));
     };
     document.addEventListener('visibilitychange', onVisible);
     return () => document.removeEventListener('visibilitychange', onVisible);
@@ -104,7 +112,7 @@ export function AccountView({ initialUser }: { initialUser: User }) {
             setUser(updated);
             setStatus('Deletion cancelled: your account stays.');
             heading.current?.focus();
-            refresh();
+            changed();
           }}
         />
       )}
@@ -112,10 +120,10 @@ export function AccountView({ initialUser }: { initialUser: User }) {
         user={user}
         onSaved={(updated) => {
           setUser(updated);
-          refresh();
+          changed();
         }}
       />
-      <SessionsSection refreshKey={refreshKey} onChanged={refresh} />
+      <SessionsSection refreshKey={refreshKey} onChanged={changed} />
       <SecurityActivity refreshKey={refreshKey} />
       {!scheduled && (
         <DeleteAccountSection
@@ -123,7 +131,7 @@ export function AccountView({ initialUser }: { initialUser: User }) {
             setStatus('');
             setFocusDeletion(true);
             setUser(updated);
-            refresh();
+            changed();
           }}
         />
       )}

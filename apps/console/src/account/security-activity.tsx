@@ -23,19 +23,28 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
   // Bumped by every reload: a page that arrives after a newer reload began is dropped, not added.
   const generation = useRef(0);
 
+  /**
+   * Adds page `pageNumber` to `keep` ("Show more"). A reload (`keep` empty) asks for pages 1 to
+   * `pageNumber` in one request: it keeps in view what "Show more" brought.
+   */
   async function load(pageNumber: number, keep: SecurityEvent[]) {
     const mine = generation.current;
+    const reload = keep.length === 0;
+    // The API gives at most 100 events a page.
+    const pages = reload ? Math.min(pageNumber, 100 / PAGE_SIZE) : 1;
     setBusy(true);
     try {
-      const { list, pagination } = await tessera.securityEvents.list({ page: pageNumber, limit: PAGE_SIZE });
+      const { list, pagination } = await tessera.securityEvents.list(
+        reload ? { page: 1, limit: pages * PAGE_SIZE } : { page: pageNumber, limit: PAGE_SIZE },
+      );
       if (mine !== generation.current) return;
       const seen = new Set(keep.map((event) => event._id));
       const all = [...keep, ...list.filter((event) => !seen.has(event._id))];
       setEvents(all);
-      setPage(pageNumber);
+      setPage(reload ? pages : pageNumber);
       setHasMore(pagination.hasNextPage);
       setError(undefined);
-      if (pageNumber === 1) setShown('');
+      if (reload) setShown('');
       else {
         setShown(`Showing ${all.length} of ${Math.max(all.length, pagination.totalItems)} events.`);
         // The last page takes "Show more", and the focus on it, away: the focus goes to the heading.
@@ -50,7 +59,7 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
 
   useEffect(() => {
     generation.current += 1;
-    void load(1, []);
+    void load(page, []);
   }, [refreshKey]);
 
   return (

@@ -152,6 +152,8 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
           return;
         }
         setError(verifyCodeFailure(failure));
+        // The field now says it, and why: not twice.
+        if (expired) setStatus();
         // Selected, so that typing the right code replaces the wrong one.
         codeInput.current?.querySelector('input')?.select();
       }
