@@ -1244,7 +1244,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Too many requests: too many wrong codes for this email or from this address */
+            /** @description Too many requests: too many wrong codes for this email or from this IP address */
             429: {
                 headers: {
                     /** @description The error's stable code (`OTP_INVALID`, `SESSION_ENDED`, …: the README lists them): what to branch on, not the words of `errors` */

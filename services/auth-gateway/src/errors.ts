@@ -37,7 +37,7 @@ export const ERRORS = {
     when: 'the request did not arrive whole within `REQUEST_TIMEOUT`',
   },
   HEADERS_TOO_LARGE: { status: 431, detail: '', when: 'the headers are larger than Node reads' },
-  RATE_LIMITED: { status: 429, detail: 'Too many requests from this address' },
+  RATE_LIMITED: { status: 429, detail: 'Too many requests from this IP address' },
 
   // Who is calling
   BEARER_MISSING: { status: 401, detail: 'Send Authorization: Bearer <accessToken>' },
@@ -53,9 +53,9 @@ export const ERRORS = {
     status: 429,
     detail: 'Too many codes were requested for this inbox (an address and its +tag spellings count together)',
   },
-  SEND_LIMIT_IP: { status: 429, detail: 'Too many codes were requested from this address' },
+  SEND_LIMIT_IP: { status: 429, detail: 'Too many codes were requested from this IP address' },
   VERIFY_LIMIT_EMAIL: { status: 429, detail: 'Too many wrong codes for this email' },
-  VERIFY_LIMIT_IP: { status: 429, detail: 'Too many wrong codes from this address' },
+  VERIFY_LIMIT_IP: { status: 429, detail: 'Too many wrong codes from this IP address' },
 
   // The profile
   PROFILE_INVALID: { status: 400, detail: '', when: 'a profile field breaks a rule; each detail names one' },

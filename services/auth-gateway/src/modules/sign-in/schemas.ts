@@ -111,7 +111,7 @@ export const verifyOtpEmailSchema = {
       [400, 'the body breaks a rule, or the code is wrong (detail "Invalid code")'],
       [404, 'no active code for this email: never sent, expired or already used'],
       [409, 'the code is locked after too many wrong attempts; request a new one'],
-      [429, 'too many wrong codes for this email or from this address'],
+      [429, 'too many wrong codes for this email or from this IP address'],
       503,
     ),
   },
