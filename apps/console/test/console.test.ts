@@ -1212,16 +1212,26 @@ describe('one person, several places', () => {
     expect(await page.getByRole('alert').count()).toBe(0);
   });
 
-  it('shows a deletion scheduled in another tab once this one is back in view', async () => {
+  it('shows what another tab changed once this one is back in view, and a save here keeps it', async () => {
     const person = await registeredPerson('Mary', 'Jackson');
     const page = await openConsole(await newContext());
     await signInThroughPage(page, person.email);
     await page.getByRole('heading', { level: 1, name: 'Mary Jackson' }).waitFor();
 
+    await api('PATCH', '/api/v1/users/me', { name: 'Marie' }, person.accessToken);
     await api('POST', '/api/v1/users/me/deletion', undefined, person.accessToken);
     await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
     await page.getByRole('region', { name: 'Deletion scheduled' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Marie Jackson' }).waitFor();
     expect(await page.getByRole('button', { name: 'Delete account' }).count()).toBe(0);
+    expect(await page.getByRole('textbox', { name: 'Name', exact: true }).inputValue()).toBe('Marie');
+
+    // Only what was edited here is sent: the name changed elsewhere is not written back.
+    await page.getByRole('textbox', { name: 'Bio' }).fill('Edited in this tab.');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    const saved = await api('GET', '/api/v1/users/me', undefined, person.accessToken);
+    expect({ name: saved.name, bio: saved.bio }).toEqual({ name: 'Marie', bio: 'Edited in this tab.' });
   });
 
   it('keeps two tabs in step: a sign-in and a sign-out in one show in the other', async () => {

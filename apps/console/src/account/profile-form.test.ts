@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ProfileValues, profileForm, profilePatch } from './profile-form.ts';
+import { type ProfileValues, profileForm, profilePatch, rebased } from './profile-form.ts';
 
 const user: ProfileValues = {
   name: 'Ada',
@@ -28,5 +28,13 @@ describe('profile form', () => {
   it('does not send a value the API would store unchanged', () => {
     const form = { ...profileForm(user), username: 'Ada.L', instagram: '@ada_l', name: ' Ada ' };
     expect(profilePatch(user, form)).toEqual({});
+  });
+
+  it('follows a change made elsewhere in the fields not edited here, and keeps the edits', () => {
+    const form = { ...profileForm(user), bio: 'Written here' };
+    const elsewhere = { ...user, name: 'Augusta', bio: 'Written there' };
+    const next = rebased(form, user, elsewhere);
+    expect(next).toMatchObject({ name: 'Augusta', bio: 'Written here', surname: 'Lovelace' });
+    expect(profilePatch(elsewhere, next)).toEqual({ bio: 'Written here' });
   });
 });

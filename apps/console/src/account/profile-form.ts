@@ -48,3 +48,16 @@ export function profilePatch(user: ProfileValues, form: ProfileForm): Partial<Pr
   }
   return patch;
 }
+
+/**
+ * The form moved from the account as it was (`from`) to the account as it is now (`to`), changed
+ * elsewhere meanwhile: a field not edited here shows the new value, one edited here keeps the edit.
+ */
+export function rebased(form: ProfileForm, from: ProfileValues, to: ProfileValues): ProfileForm {
+  const before = profileForm(from);
+  const after = profileForm(to);
+  const next = { ...form };
+  for (const field of Object.keys(PROFILE_LABELS) as ProfileField[])
+    if (form[field] === before[field]) next[field] = after[field];
+  return next;
+}

@@ -1,5 +1,5 @@
 import type { User, UserPatch } from '@tessera/client';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
@@ -11,6 +11,7 @@ import {
   type ProfileForm,
   profileForm,
   profilePatch,
+  rebased,
   SOCIAL_FIELDS,
 } from './profile-form.ts';
 
@@ -39,6 +40,14 @@ function timeZoneOptions(current: string) {
 export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: User) => void }) {
   const { tessera, sessionEnded } = useConsole();
   const [form, setForm] = useState<ProfileForm>(() => profileForm(user));
+  // The account the form was filled from: a save sends what differs from it. When the account is
+  // loaded again (the tab shown again), what was not edited here follows it, and is not sent back.
+  const [base, setBase] = useState(user);
+  useEffect(() => {
+    if (user === base) return;
+    setForm((current) => rebased(current, base, user));
+    setBase(user);
+  }, [user, base]);
   const [problems, setProblems] = useState<Partial<Record<ProfileField, string>>>({});
   const [formError, setFormError] = useState<string | undefined>();
   const [status, setStatus] = useMessage();
@@ -62,11 +71,12 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
     setProblems({});
     setStatus();
     try {
-      const patch = profilePatch(user, form);
+      const patch = profilePatch(base, form);
       if (Object.keys(patch).length > 0) {
         // The API checks every value (and names the field of each problem); the form sends them as typed.
         const updated = await tessera.users.update(patch as UserPatch);
         setForm(profileForm(updated));
+        setBase(updated);
         onSaved(updated);
       }
       setStatus('Saved');
