@@ -16,6 +16,21 @@ describe('postgresFailure', () => {
     expect(text).toContain('password=***');
   });
 
+  it("reads node-postgres's form with no host after the credentials, a socket's folder in the query", () => {
+    const refused = Object.assign(new Error('connect ENOENT /run/postgresql/.s.PGSQL.5433'), {
+      code: 'ENOENT',
+    });
+    const denied = Object.assign(new Error('password authentication failed for user "me"'), {
+      code: '28P01',
+    });
+    expect(postgresFailure(denied, 'postgres://me:hunter2@/tessera?host=/run/postgresql&port=5433')).toBe(
+      'password authentication failed for user "me" (is Postgres running at /run/postgresql:5433, and may this user sign in? DATABASE_URL is postgres://me:***@/tessera?host=/run/postgresql&port=5433)',
+    );
+    expect(postgresFailure(refused, 'postgres://me:hunter2@/tessera?host=/run/postgresql')).toBe(
+      'connect ENOENT /run/postgresql/.s.PGSQL.5433',
+    );
+  });
+
   it('gives any other failure as it is', () => {
     const failed = Object.assign(new Error('relation "users" already exists'), { code: '42P07' });
     expect(postgresFailure(failed, 'postgres://me:hunter2@db/tessera')).toBe(

@@ -10,6 +10,7 @@ import {
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
+import { parseIntoClientConfig, parse as parsePostgresUrl } from 'pg-connection-string';
 
 const migrationFolder = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -110,11 +111,20 @@ export function postgresFailure(error: unknown, databaseUrl: string): string {
   const code = (error as { code?: unknown })?.code;
   const unreachable = ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'];
   if (!unreachable.includes(String(code))) return message;
-  const url = new URL(databaseUrl);
+  // As node-postgres reads it: the host may be a socket's folder, given in the query.
+  const { host, port } = parsePostgresUrl(databaseUrl);
+  const where = `${host || 'localhost'}${port ? `:${port}` : ''}`;
+  return `${message} (is Postgres running at ${where}, and may this user sign in? DATABASE_URL is ${withoutPasswords(databaseUrl)})`;
+}
+
+/** The URL with its passwords as `***`; node-postgres's form with no host after the credentials too. */
+function withoutPasswords(databaseUrl: string): string {
+  const noHost = !URL.canParse(databaseUrl);
+  const url = new URL(noHost ? databaseUrl.replace('@/', '@host/') : databaseUrl);
   url.password = url.password && '***';
   for (const name of ['password', 'sslpassword'])
     if (url.searchParams.has(name)) url.searchParams.set(name, '***');
-  return `${message} (is Postgres running at ${url.host}, and may this user sign in? DATABASE_URL is ${url})`;
+  return noHost ? url.toString().replace('@host/', '@/') : url.toString();
 }
 
 /**
@@ -122,10 +132,10 @@ export function postgresFailure(error: unknown, databaseUrl: string): string {
  * true when this call created it. Safe to run several at once: one creates it, the others find it.
  */
 export async function createDatabaseIfMissing(databaseUrl: string): Promise<boolean> {
-  const url = new URL(databaseUrl);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
+  // As node-postgres reads it (every form it takes), connecting to the `postgres` database instead.
+  const { database: name, ...connection } = parseIntoClientConfig(databaseUrl);
+  if (!name) return false;
+  const client = new pg.Client({ ...connection, database: 'postgres' });
   await client.connect();
   try {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);
@@ -161,7 +171,7 @@ if (import.meta.main) {
   }
   try {
     if (appEnv === 'development' && (await createDatabaseIfMissing(databaseUrl))) {
-      console.log('Created database %s', new URL(databaseUrl).pathname.slice(1));
+      console.log('Created database %s', parsePostgresUrl(databaseUrl).database);
     }
     const applied = await migrateToLatest(databaseUrl);
     console.log(applied.length ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date');

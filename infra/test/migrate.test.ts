@@ -123,6 +123,23 @@ it("migrates where the role or database has the gateway's timeouts, which are no
   expect((await migrateToLatest(url)).length).toBeGreaterThan(0);
 });
 
+it("takes node-postgres's form with no host after the credentials (the host in the query), and hides its password", async () => {
+  const url = new URL(missingDatabaseUrl());
+  const name = url.pathname.slice(1);
+  const at = (port: string) =>
+    `postgres://${url.username}:hunter2@/${name}?host=${url.hostname}&port=${port}`;
+  const created = await migrate(at(url.port || '5432'));
+  expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(created.stdout).toMatch(new RegExp(`^Created database ${name}\nApplied migrations: `));
+
+  // Port 1 refuses: the failure says where Postgres was looked for, in one line, without the password.
+  const refused = await migrate(at('1'), { APP_ENV: 'production' });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr.trim()).toBe(
+    `Migration failed: connect ECONNREFUSED ${url.hostname}:1 (is Postgres running at ${url.hostname}:1, and may this user sign in? DATABASE_URL is postgres://${url.username}:***@/${name}?host=${url.hostname}&port=1)`,
+  );
+});
+
 it('refuses a DATABASE_URL that is no Postgres URL, without saying it back (its password)', async () => {
   const refused = await migrate('//app:s3cret@db.example.com/tessera');
   expect(refused.code).toBe(1);

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import envSchema from 'env-schema';
 import { closestMatch } from 'leven';
+import { parse as parsePostgresUrl } from 'pg-connection-string';
 import { type Static, type TObject, type TSchema, Type } from 'typebox';
 
 /** A configuration problem, said in one line that names the variable. */
@@ -141,12 +142,17 @@ export function checkRedisUrl(redisUrl: string, clusterNodes: string): void {
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
 
 /**
- * Whether node-postgres can read a Postgres URL as a URL: it allows no host after credentials
- * (`postgres://user@/tessera?host=/run/postgresql`). Otherwise (a password's `/`, a port that is no
- * number) pg fails at the first query with "Invalid URL", naming nothing.
+ * Whether node-postgres can read a Postgres URL, by its own parser. Otherwise (a password's `/`, a
+ * port that is no number) pg fails at the first query with "Invalid URL", naming nothing.
  */
-export const parsesAsPostgresUrl = (url: string): boolean =>
-  URL.canParse(url) || URL.canParse(url.replace('@/', '@host/'));
+export function parsesAsPostgresUrl(url: string): boolean {
+  try {
+    parsePostgresUrl(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** What is wrong with a URL that does not parse: the value is not said back, its password with it. */
 export const unreadableUrl = (variable: string) =>

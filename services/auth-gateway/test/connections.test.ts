@@ -113,7 +113,11 @@ describe('while the gateway drains', () => {
       body.socket.write(UNFINISHED_POST);
       head.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n');
       const waiting = async () =>
-        (await holder.query("select 1 from pg_stat_activity where wait_event_type = 'Lock'")).rowCount;
+        (
+          await holder.query(
+            "select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+          )
+        ).rowCount;
       await expect.poll(waiting).toBe(1);
       await expect
         .poll(() => new Promise((resolve) => gateway.app.server.getConnections((_, count) => resolve(count))))
