@@ -27,7 +27,7 @@ describe('postgresFailure', () => {
       'password authentication failed for user "me" (is Postgres running at /run/postgresql:5433, and may this user sign in? DATABASE_URL is postgres://me:***@/tessera?host=/run/postgresql&port=5433)',
     );
     expect(postgresFailure(refused, 'postgres://me:hunter2@/tessera?host=/run/postgresql')).toBe(
-      'connect ENOENT /run/postgresql/.s.PGSQL.5433',
+      'connect ENOENT /run/postgresql/.s.PGSQL.5433 (is Postgres running at /run/postgresql, and may this user sign in? DATABASE_URL is postgres://me:***@/tessera?host=/run/postgresql)',
     );
   });
 

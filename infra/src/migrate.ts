@@ -109,7 +109,8 @@ const isAlreadyCreated = (error: unknown) =>
 export function postgresFailure(error: unknown, databaseUrl: string): string {
   const message = error instanceof Error ? error.message || String(error) : String(error);
   const code = (error as { code?: unknown })?.code;
-  const unreachable = ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'];
+  // ENOENT: no socket in the folder named (a Unix socket's URL).
+  const unreachable = ['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'];
   if (!unreachable.includes(String(code))) return message;
   // As node-postgres reads it: the host may be a socket's folder, given in the query.
   const { host, port } = parsePostgresUrl(databaseUrl);
