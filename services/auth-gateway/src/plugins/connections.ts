@@ -1,5 +1,13 @@
+import type { Socket } from 'node:net';
 import { meter } from '@tessera/telemetry';
 import fp from 'fastify-plugin';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The connections to the public API open now. */
+    connections: ReadonlySet<Socket>;
+  }
+}
 
 const refused = meter.createCounter('tessera.http.connections.refused', {
   description: 'Connections to the public API closed as they arrived: the process held MAX_CONNECTIONS',
@@ -20,7 +28,8 @@ export default fp<{ max: number }>(
     const { server } = app;
     server.maxConnections = max;
     const crowded = Math.ceil(max * 0.9);
-    let open = 0;
+    const open = new Set<Socket>();
+    app.decorate('connections', open);
     refused.add(0);
     let lastSweep = 0;
     // At most ten sweeps a second: each walks every connection.
@@ -30,23 +39,21 @@ export default fp<{ max: number }>(
       lastSweep = now;
       server.closeIdleConnections();
     };
-    server.on('connection', (socket) => {
-      open += 1;
-      socket.once('close', () => {
-        open -= 1;
-      });
-      if (open >= crowded) sweep();
+    server.on('connection', (socket: Socket) => {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+      if (open.size >= crowded) sweep();
     });
     // Refused at the cap: the next one finds room.
     server.on('drop', () => {
       refused.add(1);
       sweep();
     });
-    const observe = (result: { observe(value: number): void }) => result.observe(open);
+    const observe = (result: { observe(value: number): void }) => result.observe(open.size);
     openGauge.addCallback(observe);
     app.addHook('onClose', async () => openGauge.removeCallback(observe));
     app.addHook('onSend', (_request, reply, _payload, done) => {
-      if (open >= crowded) reply.header('connection', 'close');
+      if (open.size >= crowded) reply.header('connection', 'close');
       done();
     });
   },

@@ -61,7 +61,7 @@ const isStalePlan = (error: unknown) =>
 // instead of waiting for Postgres to answer again. While Postgres answers, it waits on (a commit
 // held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue in
 // session pooling), and is looked at again as long after.
-const DEADLINE_MARGIN_MS = 1000;
+const STATEMENT_MARGIN_MS = 1000;
 // pg's errors when a statement, or a connection being made, got no answer in time.
 const NO_ANSWER = /^(Query read timeout|timeout expired)$/;
 
@@ -411,7 +411,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
           pool,
           {
             schemaKnownCurrent: () => schema.knownCurrent(),
-            deadline: statementTimeout * 1000 + DEADLINE_MARGIN_MS,
+            deadline: statementTimeout * 1000 + STATEMENT_MARGIN_MS,
             silent: probe.silent,
           },
           busy,

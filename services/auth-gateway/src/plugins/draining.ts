@@ -17,11 +17,6 @@ type DrainedSocket = Socket & { _httpMessage?: (ServerResponse & { req: Incoming
 export default fp<{ requestTimeout: number }>(
   async function draining(app, { requestTimeout }) {
     const { server } = app;
-    const open = new Set<DrainedSocket>();
-    server.on('connection', (socket: DrainedSocket) => {
-      open.add(socket);
-      socket.once('close', () => open.delete(socket));
-    });
     let closing = false;
     let sweeps: NodeJS.Timeout | undefined;
 
@@ -34,7 +29,7 @@ export default fp<{ requestTimeout: number }>(
         server.closeIdleConnections();
         const now = performance.now();
         if (now < timeoutAt) return;
-        for (const socket of open) {
+        for (const socket of app.connections as ReadonlySet<DrainedSocket>) {
           const answer = socket._httpMessage;
           if (answer?.req.complete && !answer.writableFinished) continue;
           const answeredAt = timedOut.get(socket);
@@ -53,7 +48,7 @@ export default fp<{ requestTimeout: number }>(
       done(new GatewayError('SHUTTING_DOWN'));
     });
   },
-  { name: 'draining', dependencies: ['error-handler'] },
+  { name: 'draining', dependencies: ['error-handler', 'connections'] },
 );
 
 /** The error of Node's own request timeout, which the clientError handler answers with the 408 envelope. */
