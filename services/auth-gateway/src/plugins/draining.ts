@@ -1,18 +1,15 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import fp from 'fastify-plugin';
 import { GatewayError } from '../errors.ts';
-
-// The answer under way on a connection, and its request: Node's own.
-type DrainedSocket = Socket & { _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null };
+import type { ServerSocket } from './error-handler.ts';
 
 /**
  * While the gateway drains (after SIGTERM), a request that still arrives on an open connection is
  * answered with the 503 envelope, `Retry-After` and `Connection: close`, so the client retries on
  * another instance; the requests already in flight finish. A keep-alive connection is closed as soon
  * as its last answer has gone. Node stops timing requests once its server closes: the drain goes on
- * doing it, so a client that does not finish sending its request still gets its 408 at
- * `REQUEST_TIMEOUT`, rather than hold the drain to its deadline.
+ * doing it, from its own start, so a client that does not finish sending its request still gets its
+ * 408, `REQUEST_TIMEOUT` after the SIGTERM at the latest, rather than hold the drain to its deadline.
  */
 export default fp<{ requestTimeout: number }>(
   async function draining(app, { requestTimeout }) {
@@ -29,7 +26,7 @@ export default fp<{ requestTimeout: number }>(
         server.closeIdleConnections();
         const now = performance.now();
         if (now < timeoutAt) return;
-        for (const socket of app.connections as ReadonlySet<DrainedSocket>) {
+        for (const socket of app.connections as ReadonlySet<ServerSocket>) {
           const answer = socket._httpMessage;
           if (answer?.req.complete && !answer.writableFinished) continue;
           const answeredAt = timedOut.get(socket);

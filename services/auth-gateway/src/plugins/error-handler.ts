@@ -135,7 +135,7 @@ const UNREAD: Partial<Record<ErrorCode, string>> = {
   HEADERS_TOO_LARGE: 'The request headers are too large',
 };
 
-type ServerSocket = Socket & {
+export type ServerSocket = Socket & {
   // The answer under way, and the parser's request (whose body may still be arriving): Node's own.
   _httpMessage?: (ServerResponse & { req: IncomingMessage }) | null;
   parser?: { incoming?: IncomingMessage | null } | null;
