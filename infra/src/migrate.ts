@@ -1,12 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  appEnvMissingInProduction,
-  isPostgresUrl,
-  parsesAsPostgresUrl,
-  unreadableUrl,
-} from '@tessera/config';
+import { appEnvMissingInProduction, databaseUrlProblem } from '@tessera/config';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { FileMigrationProvider, type Migration, Migrator } from 'kysely/migration';
 import pg from 'pg';
@@ -160,14 +155,9 @@ if (import.meta.main) {
     process.exit(1);
   }
   // Not quoted back: node-postgres would read another form as a socket folder, password included.
-  if (!isPostgresUrl(databaseUrl)) {
-    console.error(
-      'Migration failed: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
-    );
-    process.exit(1);
-  }
-  if (!parsesAsPostgresUrl(databaseUrl)) {
-    console.error(`Migration failed: ${unreadableUrl('DATABASE_URL')}`);
+  const problem = databaseUrlProblem(databaseUrl);
+  if (problem) {
+    console.error(`Migration failed: ${problem}`);
     process.exit(1);
   }
   try {

@@ -136,21 +136,21 @@ export function checkRedisUrl(redisUrl: string, clusterNodes: string): void {
 }
 
 /**
- * Whether DATABASE_URL is a Postgres URL, the one form both the gateway and `pnpm db:migrate` read
- * (a Unix socket too: `postgres:///tessera?host=/var/run/postgresql`).
+ * What is wrong with DATABASE_URL for the gateway and `pnpm db:migrate` alike, or undefined: it must
+ * be a Postgres URL (a Unix socket too: `postgres:///tessera?host=/var/run/postgresql`), as
+ * node-postgres's own parser reads it. Anything else node-postgres reads as a host named by part of
+ * the value (`getaddrinfo ENOTFOUND base`) or as a socket folder (`//user:pass@host` said back
+ * whole), or fails at the first query with "Invalid URL" (a password's `/`, a port that is no
+ * number), naming nothing. The value is never said back.
  */
-export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);
-
-/**
- * Whether node-postgres can read a Postgres URL, by its own parser. Otherwise (a password's `/`, a
- * port that is no number) pg fails at the first query with "Invalid URL", naming nothing.
- */
-export function parsesAsPostgresUrl(url: string): boolean {
+export function databaseUrlProblem(url: string): string | undefined {
+  if (!/^postgres(ql)?:\/\//i.test(url))
+    return 'DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)';
   try {
     parsePostgresUrl(url);
-    return true;
+    return undefined;
   } catch {
-    return false;
+    return unreadableUrl('DATABASE_URL');
   }
 }
 

@@ -6,14 +6,12 @@ import {
   ConfigError,
   checkQueueSettings,
   checkRedisUrl,
-  isPostgresUrl,
+  databaseUrlProblem,
   misspelledVariables,
   parseSetting,
-  parsesAsPostgresUrl,
   readConfig,
   requireInProduction,
   shared,
-  unreadableUrl,
   variable,
   variablesOf,
 } from '@tessera/config';
@@ -484,14 +482,8 @@ function otpSettings(env: NodeJS.ProcessEnv, otp: Env['otp']): GatewayConfig['ot
 
 /** As `pnpm db:migrate` reads it too. */
 function checkDatabaseUrl(url: string): void {
-  // Anything else node-postgres reads as a host named by part of the value (`getaddrinfo ENOTFOUND
-  // base`) or as a socket folder (`//user:pass@host` said back whole).
-  if (!isPostgresUrl(url))
-    throw new ConfigError(
-      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (a Unix socket: postgres:///tessera?host=/var/run/postgresql)',
-    );
-  if (!parsesAsPostgresUrl(url))
-    throw new ConfigError(`Invalid configuration: ${unreadableUrl('DATABASE_URL')}`);
+  const problem = databaseUrlProblem(url);
+  if (problem) throw new ConfigError(`Invalid configuration: ${problem}`);
 }
 
 function parseTrustProxy(setting: string): TrustProxy {
