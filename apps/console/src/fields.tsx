@@ -5,6 +5,8 @@ interface FieldProps {
   label: ComponentChildren;
   /** A sentence under the label: the rule people should know before typing. */
   hint?: string;
+  /** The id of a hint shown once for a group of fields (a fieldset's), read with this field too. */
+  groupHint?: string;
   /** Shown next to the field, announced at once (`role="alert"`), and marks the field invalid. */
   error?: string | undefined;
   /** A new one shows the error as a new alert, announced again even when its text is the same. */
@@ -14,8 +16,8 @@ interface FieldProps {
 }
 
 /** Ids of the hint and the error, for `aria-describedby`, so a screen reader reads them with the field. */
-function describedBy({ id, hint, error }: FieldProps): string | undefined {
-  const ids = [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean);
+function describedBy({ id, hint, groupHint, error }: FieldProps): string | undefined {
+  const ids = [groupHint, hint && `${id}-hint`, error && `${id}-error`].filter(Boolean);
   return ids.length > 0 ? ids.join(' ') : undefined;
 }
 

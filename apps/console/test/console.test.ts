@@ -50,6 +50,8 @@ beforeAll(async () => {
     CONSENT_FORM_VERSION: '1.0.0',
     // A deletion that comes due is erased within a second.
     ACCOUNT_DELETION_SWEEP_INTERVAL: '1',
+    // A deletion may be scheduled again a second after it was cancelled.
+    ACCOUNT_DELETION_REQUEST_COOLDOWN: '1',
     OTP_MAX_SENDS_PER_EMAIL_PER_HOUR: String(SENDS_PER_EMAIL),
   });
   baseURL = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
@@ -714,6 +716,10 @@ describe('account', () => {
     expect(await profile.getByRole('textbox', { name: 'X', exact: true }).getAttribute('aria-invalid')).toBe(
       'true',
     );
+    // The hint shown once for the handles is read with each of them.
+    expect(await descriptionOf(profile.getByRole('textbox', { name: 'X', exact: true }))).toBe(
+      'The handle alone, such as ada.lovelace, not a link. X must be a handle such as ayse.yilmaz, not a URL.',
+    );
     await profile.getByRole('textbox', { name: 'X', exact: true }).fill('grace_h');
     await profile.getByRole('button', { name: 'Save' }).click();
     await profile.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
@@ -798,6 +804,12 @@ describe('account', () => {
     // Readable on a phone
     await page.setViewportSize({ width: 360, height: 740 });
     await expectNoSidewaysScroll(page);
+    // And at 320 px with the browser's font set to "Very large" (24 px): the fields in pairs go one a row.
+    await page.setViewportSize({ width: 320, height: 740 });
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Page.setFontSizes', { fontSizes: { standard: 24 } });
+    await expectNoSidewaysScroll(page);
+    await cdp.send('Page.setFontSizes', { fontSizes: { standard: 16 } });
 
     await sessions.getByRole('button', { name: 'Sign out everywhere' }).click();
     await page.getByText('You signed out on every device.').waitFor();
@@ -1232,6 +1244,90 @@ describe('one person, several places', () => {
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
     const saved = await api('GET', '/api/v1/users/me', undefined, person.accessToken);
     expect({ name: saved.name, bio: saved.bio }).toEqual({ name: 'Marie', bio: 'Edited in this tab.' });
+  });
+
+  it('keeps the focus, and what the page says, true to what another tab changed', async () => {
+    const person = await registeredPerson('Katherine', 'Johnson');
+    const page = await openConsole(await newContext({ width: 900, height: 1000 }));
+    await signInThroughPage(page, person.email);
+    const name = page.getByRole('heading', { level: 1, name: 'Katherine Johnson' });
+    await name.waitFor();
+    const token = await tokenOf(page);
+    const shownAgain = () => page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    // Scheduled in another tab, once ACCOUNT_DELETION_REQUEST_COOLDOWN has passed since the cancellation.
+    const scheduledElsewhere = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      await api('POST', '/api/v1/users/me/deletion', undefined, token);
+    };
+
+    // The app's session ends elsewhere while its sign-out has the focus: the focus goes to the list's
+    // heading, not to the start of the page.
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    await expect.poll(() => sessions.getByRole('listitem').count()).toBe(2);
+    await sessions.getByRole('button', { name: /^Sign out node/ }).focus();
+    const { list } = await api('GET', '/api/v1/auth/sessions', undefined, person.accessToken);
+    const app = list.find((session: { current: boolean }) => session.current);
+    await api('DELETE', `/api/v1/auth/sessions/${app._id}`, undefined, person.accessToken);
+    await shownAgain();
+    await expect.poll(() => sessions.getByRole('listitem').count()).toBe(1);
+    expect(await isFocused(sessions.getByRole('heading', { name: 'Sessions' }))).toBe(true);
+
+    // Scheduled here: the focus on the notice's heading, read with its date. Then cancelled here.
+    await page.getByRole('button', { name: 'Delete account' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete my account' }).click();
+    const notice = page.getByRole('heading', { name: 'Deletion scheduled' });
+    await notice.waitFor();
+    expect(await isFocused(notice)).toBe(true);
+    expect(await descriptionOf(notice)).toMatch(
+      /^Your account is scheduled for deletion on \w+ \d+, \d{4} at /,
+    );
+    await page.getByRole('button', { name: 'Cancel deletion' }).click();
+    const cancelled = page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' });
+    await cancelled.waitFor();
+
+    // Scheduled again elsewhere while the person types here: shown, the "cancelled" gone, and the
+    // focus left where they type.
+    const bio = page.getByRole('textbox', { name: 'Bio' });
+    await bio.focus();
+    await scheduledElsewhere();
+    await shownAgain();
+    await notice.waitFor();
+    expect(await cancelled.count()).toBe(0);
+    expect(await isFocused(bio)).toBe(true);
+
+    // A button taken away by a change elsewhere leaves the focus on the page's heading.
+    await page.getByRole('button', { name: 'Cancel deletion' }).focus();
+    await api('DELETE', '/api/v1/users/me/deletion', undefined, token);
+    await shownAgain();
+    await page.getByRole('button', { name: 'Delete account' }).waitFor();
+    expect(await isFocused(name)).toBe(true);
+    await page.getByRole('button', { name: 'Delete account' }).focus();
+    await scheduledElsewhere();
+    await shownAgain();
+    await notice.waitFor();
+    expect(await isFocused(name)).toBe(true);
+
+    // Cancelled here once more: said again.
+    const heard = await listenToLiveRegions(page);
+    await page.getByRole('button', { name: 'Cancel deletion' }).click();
+    await expect
+      .poll(async () => (await heard()).filter((text) => text.startsWith('Deletion cancelled')))
+      .toEqual(['Deletion cancelled: your account stays.']);
+
+    // The dialog closed (Escape) before the answer came: its failure is said beside the button.
+    await page.route('**/api/v1/users/me/deletion', async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await serviceUnavailable(route);
+    });
+    await page.getByRole('button', { name: 'Delete account' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete my account' }).click();
+    await page.keyboard.press('Escape');
+    await page
+      .getByRole('region', { name: 'Delete account' })
+      .getByRole('alert')
+      .filter({ hasText: 'The service is unavailable right now.' })
+      .waitFor();
+    await page.unroute('**/api/v1/users/me/deletion');
   });
 
   it('keeps two tabs in step: a sign-in and a sign-out in one show in the other', async () => {

@@ -3,6 +3,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, isFailure } from '../failure-text.ts';
+import { useFocusFallback } from '../focus-fallback.ts';
+import { MessageText, useMessage } from '../message.tsx';
 import { DeleteAccountSection, DeletionScheduled } from './deletion.tsx';
 import { ProfileSection } from './profile-section.tsx';
 import { SecurityActivity } from './security-activity.tsx';
@@ -24,7 +26,7 @@ const DisplayName = ({ user }: { user: User }) =>
 export function AccountView({ initialUser }: { initialUser: User }) {
   const { tessera, signedOut, leaving, deletionDue, sessionEnded } = useConsole();
   const [user, setUser] = useState(initialUser);
-  const [status, setStatus] = useState('');
+  const [status, say] = useMessage();
   const [signOutError, setSignOutError] = useState<string | undefined>();
   const { busy, run } = useBusy();
   // Bumped after anything that adds a security event or ends a session, and when the tab is shown
@@ -32,6 +34,9 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   const [refreshKey, setRefreshKey] = useState(0);
   const [focusDeletion, setFocusDeletion] = useState(false);
   const heading = useRef<HTMLHeadingElement>(null);
+  const keepFocus = useFocusFallback(heading);
+  /** Whether this tab's own scheduling or cancelling is about to make the deletion scheduled. */
+  const ownChange = useRef<boolean | null>(null);
   const refresh = () => setRefreshKey((key) => key + 1);
   // Something went through: a sign-out that could not be made is no longer the news.
   const changed = () => {
@@ -46,7 +51,13 @@ export function AccountView({ initialUser }: { initialUser: User }) {
       if (document.visibilityState !== 'visible') return;
       refresh();
       // A deletion scheduled or cancelled in another tab shows here too (an ended session: the lists say it).
-      tessera.users.me().then(setUser, (error: unknown) => sessionEnded(error));
+      tessera.users.me().then(
+        (found) => {
+          keepFocus();
+          setUser(found);
+        },
+        (error: unknown) => sessionEnded(error),
+      );
     };
     document.addEventListener('visibilitychange', onVisible);
     return () => document.removeEventListener('visibilitychange', onVisible);
@@ -80,6 +91,16 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   const scheduled = user.accountDeletionStatus === 'scheduled' && user.accountDeletionScheduledFor;
   deletionDue.current = scheduled || null;
 
+  useEffect(() => {
+    const own = ownChange.current === Boolean(scheduled);
+    ownChange.current = null;
+    if (own) return;
+    // Scheduled or cancelled elsewhere, seen on a reload: what this tab said of the deletion, and
+    // the focus meant for its own scheduling, are old news.
+    say();
+    setFocusDeletion(false);
+  }, [Boolean(scheduled)]);
+
   return (
     <main class="page">
       <div class="top">
@@ -102,15 +123,17 @@ export function AccountView({ initialUser }: { initialUser: User }) {
         </p>
       )}
       <p role="status" class="status">
-        {status}
+        <MessageText message={status} />
       </p>
       {scheduled && (
         <DeletionScheduled
           scheduledFor={scheduled}
           focus={focusDeletion}
           onCancelled={(updated) => {
+            ownChange.current = false;
             setUser(updated);
-            setStatus('Deletion cancelled: your account stays.');
+            setFocusDeletion(false);
+            say('Deletion cancelled: your account stays.');
             heading.current?.focus();
             changed();
           }}
@@ -128,7 +151,8 @@ export function AccountView({ initialUser }: { initialUser: User }) {
       {!scheduled && (
         <DeleteAccountSection
           onScheduled={(updated) => {
-            setStatus('');
+            ownChange.current = true;
+            say();
             setFocusDeletion(true);
             setUser(updated);
             changed();

@@ -18,12 +18,14 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
   const { tessera, sessionEnded } = useConsole();
   const dialog = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<string | undefined>();
+  const [dialogOpen, setDialogOpen] = useState(false);
   const { busy, run } = useBusy();
 
   function open() {
     setError(undefined);
     // A modal dialog: the page behind is inert, Escape closes it, focus returns to this button.
     dialog.current?.showModal();
+    setDialogOpen(true);
   }
 
   async function confirm() {
@@ -45,6 +47,13 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
     }
   }
 
+  // In the dialog while it is open; under the button once it was closed (Escape) before the answer.
+  const alert = error && (
+    <p class="alert" role="alert">
+      {error}
+    </p>
+  );
+
   return (
     <section class="card" aria-labelledby="delete-heading">
       <h2 id="delete-heading">Delete account</h2>
@@ -55,18 +64,20 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
       <button type="button" class="danger" onClick={open}>
         Delete account
       </button>
-      <dialog ref={dialog} aria-labelledby="delete-dialog-heading" aria-describedby="delete-dialog-text">
+      {!dialogOpen && alert}
+      <dialog
+        ref={dialog}
+        aria-labelledby="delete-dialog-heading"
+        aria-describedby="delete-dialog-text"
+        onClose={() => setDialogOpen(false)}
+      >
         <h2 id="delete-dialog-heading">Delete your account?</h2>
         <p id="delete-dialog-text">
           Your account will be scheduled for deletion and erased at the end of the grace period, with every
           session and your activity. We email you the date. Until then, signing in and choosing “Cancel
           deletion” keeps everything.
         </p>
-        {error && (
-          <p class="alert" role="alert">
-            {error}
-          </p>
-        )}
+        {dialogOpen && alert}
         <div class="actions">
           <Button type="button" class="danger" busy={busy} onClick={() => void run(confirm)}>
             Delete my account
@@ -117,10 +128,11 @@ export function DeletionScheduled({
 
   return (
     <section class="notice" aria-labelledby="deletion-heading">
-      <h2 id="deletion-heading" ref={heading} tabIndex={-1}>
+      {/* Focused once this tab scheduled it: the date is read with the heading. */}
+      <h2 id="deletion-heading" ref={heading} tabIndex={-1} aria-describedby="deletion-date">
         Deletion scheduled
       </h2>
-      <p>
+      <p id="deletion-date">
         Your account is scheduled for deletion on{' '}
         <time dateTime={scheduledFor}>
           <strong>{formatDate(scheduledFor)}</strong> at {formatTime(scheduledFor)}

@@ -91,7 +91,10 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
     }
   }
 
-  const text = (field: ProfileField, extra: { hint?: string; autoComplete?: string } = {}) => (
+  const text = (
+    field: ProfileField,
+    extra: { hint?: string; groupHint?: string; autoComplete?: string } = {},
+  ) => (
     <TextField
       id={`profile-${field}`}
       label={PROFILE_LABELS[field]}
@@ -143,8 +146,10 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
         </div>
         <fieldset class="social">
           <legend class="label">Social handles</legend>
-          <p class="hint">The handle alone, such as ada.lovelace, not a link.</p>
-          <div class="fields">{SOCIAL_FIELDS.map((field) => text(field))}</div>
+          <p id="social-hint" class="hint">
+            The handle alone, such as ada.lovelace, not a link.
+          </p>
+          <div class="fields">{SOCIAL_FIELDS.map((field) => text(field, { groupHint: 'social-hint' }))}</div>
         </fieldset>
         {formError && (
           <p class="alert" role="alert">

@@ -4,6 +4,7 @@ import { Button } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText } from '../failure-text.ts';
+import { useFocusFallback } from '../focus-fallback.ts';
 import { formatDateTime } from '../format.ts';
 import { securityEventText } from './security-event-text.ts';
 
@@ -20,6 +21,7 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
   /** How many events "Show more" has brought in view, said to screen readers: the list grows silently. */
   const [shown, setShown] = useState('');
   const heading = useRef<HTMLHeadingElement>(null);
+  const keepFocus = useFocusFallback(heading);
   // Bumped by every reload: a page that arrives after a newer reload began is dropped, not added.
   const generation = useRef(0);
 
@@ -38,6 +40,7 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
         reload ? { page: 1, limit: pages * PAGE_SIZE } : { page: pageNumber, limit: PAGE_SIZE },
       );
       if (mine !== generation.current) return;
+      keepFocus();
       const seen = new Set(keep.map((event) => event._id));
       const all = [...keep, ...list.filter((event) => !seen.has(event._id))];
       setEvents(all);
@@ -70,7 +73,8 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
       {events === null && !error && <p>Loading activity…</p>}
       {events?.length === 0 && <p class="muted">Nothing yet.</p>}
       {events && events.length > 0 && (
-        <ul class="items">
+        // biome-ignore lint/a11y/noRedundantRoles: VoiceOver on Safari drops the role of a list without bullets
+        <ul class="items" role="list">
           {events.map((event) => (
             <li key={event._id}>
               <div class="item-main">

@@ -4,6 +4,7 @@ import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { deviceName } from '../device-name.ts';
 import { failureText, isFailure } from '../failure-text.ts';
+import { useFocusFallback } from '../focus-fallback.ts';
 import { formatAgo, formatDateTime } from '../format.ts';
 import { MessageText, useMessage } from '../message.tsx';
 import { sessionLabels } from './session-labels.ts';
@@ -16,6 +17,7 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
   const [status, setStatus] = useMessage();
   const { busy, run } = useBusy();
   const heading = useRef<HTMLHeadingElement>(null);
+  const keepFocus = useFocusFallback(heading);
 
   useEffect(() => {
     let current = true;
@@ -26,6 +28,7 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
     })().then(
       (found) => {
         if (!current) return;
+        keepFocus();
         setSessions(found);
         setError(undefined);
       },
@@ -81,7 +84,8 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
       <p class="muted">Where your account is signed in now.</p>
       {sessions === null && !error && <p>Loading sessions…</p>}
       {sessions && (
-        <ul class="items">
+        // biome-ignore lint/a11y/noRedundantRoles: VoiceOver on Safari drops the role of a list without bullets
+        <ul class="items" role="list">
           {sessions.map((session) => (
             <li key={session._id}>
               <div class="item-main">
