@@ -63,7 +63,7 @@ it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed, 
   timeout: 30_000,
 }, async () => {
   const killed = tessera.startMailer();
-  tessera.startMailer();
+  const survivor = tessera.startMailer();
   // Queued jobs of the killed mailer come back to the wait list as stalled: when, and for whom.
   const stalled: Array<{ at: number; to: Promise<string> }> = [];
   events.on('stalled', ({ jobId }) => {
@@ -111,4 +111,38 @@ it('SIGKILL of a mailer mid-burst: its jobs are taken over, every code emailed, 
   console.info(
     `mailer SIGKILL: ${recovered.length} jobs taken over after ${recovered.map(({ at }) => at - killedAt).join(', ')} ms`,
   );
+  await survivor.stop('SIGTERM');
+});
+
+it('a job whose mailer is killed, and then the next one too, is still emailed', {
+  timeout: 30_000,
+}, async () => {
+  const email = 'twice.stalled@example.com';
+  const stalls: string[] = [];
+  events.on('stalled', ({ jobId }) => stalls.push(jobId));
+  const emailed = () => sink.messages.filter((mail) => mail.to.includes(email)).length;
+
+  // Each mailer is killed while the SMTP server holds its answer (a message counts once answered):
+  // the job stalls, twice.
+  const first = tessera.startMailer();
+  expect((await tessera.call('POST', '/api/v1/auth/send-otp-email', { email })).status).toBe(200);
+  await waitUntil('the first mailer sending', () => sink.inFlight() === 1);
+  await first.stop('SIGKILL');
+  const second = tessera.startMailer();
+  await waitUntil('the second mailer sending', () => emailed() === 1 && sink.inFlight() === 1, 15_000);
+  await second.stop('SIGKILL');
+  tessera.startMailer();
+
+  const [jobId] = stalls;
+  // Done: completed (and removed at once), or failed for good.
+  const done = async () => ['unknown', 'failed'].includes(await queue.getJobState(jobId ?? ''));
+  await waitUntil('the job done', done, 15_000);
+  expect(stalls).toEqual([jobId, jobId]);
+  expect(await queue.getJobCounts('failed')).toEqual({ failed: 0 });
+  // Its third send was the one answered: each was the same message.
+  expect(emailed()).toBe(3);
+  const ids = sink.messages
+    .filter((mail) => mail.to.includes(email))
+    .map((mail) => mail.headers['message-id']);
+  expect(new Set(ids).size).toBe(1);
 });

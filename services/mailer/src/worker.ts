@@ -3,6 +3,7 @@ import {
   DELETION_CANCELLED_JOB,
   DELETION_SCHEDULED_JOB,
   EMAIL_JOB_DATA,
+  EMAIL_JOB_OPTIONS,
   EMAIL_QUEUE,
   type EmailJobName,
   type EmailJobs,
@@ -238,6 +239,10 @@ export function createMailWorker({
       // Renewed every half of it while a job runs, however slow the SMTP server.
       lockDuration: config.worker.lockDuration,
       stalledInterval: config.worker.stalledInterval,
+      // A job a crashed mailer held is queued again however often that happens (the next mailer killed
+      // too, a crash loop): like a failed send, it ends at its deadline. BullMQ's default fails it for
+      // good at its second stall, and its email is never sent.
+      maxStalledCount: EMAIL_JOB_OPTIONS.attempts,
       settings: {
         backoffStrategy: (retry: number, _type?: string, _error?: Error, job?: { name: string }) =>
           backoffDelay(retry, backoffOf(job?.name)),
