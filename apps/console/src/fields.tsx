@@ -7,9 +7,14 @@ interface FieldProps {
   hint?: string;
   /** The id of a hint shown once for a group of fields (a fieldset's), read with this field too. */
   groupHint?: string;
-  /** Shown next to the field, announced at once (`role="alert"`), and marks the field invalid. */
+  /** Shown next to the field, and marks the field invalid; the field reads it as its description. */
   error?: string | undefined;
-  /** A new one shows the error as a new alert, announced again even when its text is the same. */
+  /**
+   * For a field that keeps the focus while its errors come and go (the sign-in's): the error is an
+   * alert, and a new key shows it as a new one, announced again even when its text is the same.
+   * Without it, the form moves the focus to the first field with a problem, which reads its error:
+   * an alert too would say it twice, and a form with five problems would say five at once.
+   */
   errorKey?: number;
   /** Said to screen readers (`aria-required`); the form says in words which fields are required. */
   required?: boolean;
@@ -21,9 +26,9 @@ function describedBy({ id, hint, groupHint, error }: FieldProps): string | undef
   return ids.length > 0 ? ids.join(' ') : undefined;
 }
 
-function FieldError({ id, error }: Pick<FieldProps, 'id' | 'error'>) {
+function FieldError({ id, error, errorKey }: Pick<FieldProps, 'id' | 'error' | 'errorKey'>) {
   return error ? (
-    <p id={`${id}-error`} class="alert" role="alert">
+    <p id={`${id}-error`} class="alert" role={errorKey === undefined ? undefined : 'alert'}>
       {error}
     </p>
   ) : null;
@@ -40,7 +45,7 @@ function Field({ id, label, hint, error, errorKey, children }: FieldProps & { ch
         </p>
       )}
       {children}
-      <FieldError key={errorKey} id={id} error={error} />
+      <FieldError key={errorKey} id={id} error={error} errorKey={errorKey} />
     </div>
   );
 }
@@ -144,7 +149,7 @@ export function CheckField(props: FieldProps & { checked: boolean; onChange: (ch
         />
         <label for={id}>{label}</label>
       </div>
-      <FieldError key={errorKey} id={id} error={error} />
+      <FieldError key={errorKey} id={id} error={error} errorKey={errorKey} />
     </div>
   );
 }

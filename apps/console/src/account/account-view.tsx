@@ -1,5 +1,5 @@
 import type { User } from '@tessera/client';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, isFailure } from '../failure-text.ts';
@@ -91,7 +91,8 @@ export function AccountView({ initialUser }: { initialUser: User }) {
   const scheduled = user.accountDeletionStatus === 'scheduled' && user.accountDeletionScheduledFor;
   deletionDue.current = scheduled || null;
 
-  useEffect(() => {
+  // Before the page is painted: no moment shows the new state with what was said of the old one.
+  useLayoutEffect(() => {
     const own = ownChange.current === Boolean(scheduled);
     ownChange.current = null;
     if (own) return;
