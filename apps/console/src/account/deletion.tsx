@@ -48,7 +48,7 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
   }
 
   // In the dialog while it is open; under the button once it was closed (Escape) before the answer.
-  const alert = error && (
+  const shownError = error && (
     <p class="alert" role="alert">
       {error}
     </p>
@@ -64,7 +64,7 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
       <button type="button" class="danger" onClick={open}>
         Delete account
       </button>
-      {!dialogOpen && alert}
+      {!dialogOpen && shownError}
       <dialog
         ref={dialog}
         aria-labelledby="delete-dialog-heading"
@@ -77,7 +77,7 @@ export function DeleteAccountSection({ onScheduled }: { onScheduled: (user: User
           session and your activity. We email you the date. Until then, signing in and choosing “Cancel
           deletion” keeps everything.
         </p>
-        {dialogOpen && alert}
+        {dialogOpen && shownError}
         <div class="actions">
           <Button type="button" class="danger" busy={busy} onClick={() => void run(confirm)}>
             Delete my account
