@@ -315,7 +315,13 @@ export function createClient({
     },
 
     async accessToken() {
-      return (await atMost(timeout, tokens.fresh()))?.accessToken ?? null;
+      try {
+        return (await atMost(timeout, tokens.fresh()))?.accessToken ?? null;
+      } catch (error) {
+        // Its refresh refused: the session is over, and this client signed out.
+        if (isRefusal(error)) return null;
+        throw error;
+      }
     },
     async isSignedIn() {
       return (await tokens.current()) !== null;

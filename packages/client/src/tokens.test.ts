@@ -39,7 +39,11 @@ function refreshServer() {
       const successor = successors.get(refreshToken);
       if (successor) return successor;
       if (!live.delete(refreshToken))
-        throw new TesseraError({ status: 401, messages: ['Authentication required'] });
+        throw new TesseraError({
+          status: 401,
+          messages: ['Unauthorized', 'Invalid refresh token'],
+          code: 'REFRESH_TOKEN_INVALID',
+        });
       const pair = issue();
       successors.set(refreshToken, pair);
       return pair;
@@ -200,16 +204,19 @@ describe.each(LOCK_MODES)('one client, $title', ({ locks }) => {
     expect(server.presented).toEqual(['refresh-1']);
   });
 
-  it('clears the tokens and reports the sign-out when the refresh is answered 401', async () => {
+  it("clears the tokens, reports the sign-out and fails with the server's refusal when the refresh is answered 401", async () => {
     const server = refreshServer();
     const { tokens, storage, changes } = keeper(server, randomUUID());
     await tokens.signIn(server.issue(), nowMs);
     server.endAll();
     nowMs += HOUR * 1000;
 
-    expect(await tokens.fresh()).toBeNull();
+    // Why the session is over, in the gateway's code, for the call that needed the refresh.
+    await expect(tokens.fresh()).rejects.toMatchObject({ status: 401, code: 'REFRESH_TOKEN_INVALID' });
     expect(await storage.get()).toBeNull();
     expect(changes.at(-1)).toBeNull();
+    // Signed out now: no refresh to refuse.
+    expect(await tokens.fresh()).toBeNull();
   });
 
   it.each([
@@ -285,7 +292,7 @@ describe.each(LOCK_MODES)('two clients of the same name (two tabs), $title', ({ 
     await b.tokens.signIn(pair, nowMs);
     server.endAll();
 
-    expect(await a.tokens.refresh(held)).toBeNull();
+    await expect(a.tokens.refresh(held)).rejects.toMatchObject({ code: 'REFRESH_TOKEN_INVALID' });
     await vi.waitFor(() => expect(b.changes.at(-1)).toBeNull(), { timeout: 5000 });
     expect(await b.storage.get()).toBeNull();
   });

@@ -1,5 +1,5 @@
 import { crossTab, type TabMessage } from './cross-tab.ts';
-import { isRefusal } from './errors.ts';
+import { isRefusal, type TesseraError } from './errors.ts';
 import type { TokenSet, TokenStorage } from './storage.ts';
 import type { TokenPair } from './types.ts';
 
@@ -18,12 +18,17 @@ export interface TokenKeeperOptions {
 
 export interface TokenKeeper {
   current(): Promise<TokenSet | null>;
-  /** The tokens with an access token that is not about to expire (refreshed first if it is); null when signed out. */
+  /**
+   * The tokens with an access token that is not about to expire (refreshed first if it is); null when
+   * signed out. Rejects as `refresh` does when that refresh is refused.
+   */
   fresh(): Promise<TokenSet | null>;
   /**
    * Replaces the tokens `basis` by new ones: one exchange at a time however many callers ask (single
    * flight in this client, a Web Lock across tabs), and none when another caller or tab already
-   * rotated `basis`. Null when the server refused the refresh token: the tokens are then cleared.
+   * rotated `basis`; null when signed out meanwhile. When the server refuses the refresh token, the
+   * tokens are cleared and it rejects with the server's refusal (its `code` says why the session is
+   * over).
    */
   refresh(basis: TokenSet): Promise<TokenSet | null>;
   signIn(pair: TokenPair, receivedAt: number): Promise<TokenSet>;
@@ -71,6 +76,8 @@ export function createTokenKeeper({
   onChange,
 }: TokenKeeperOptions): TokenKeeper {
   let inflight: Promise<TokenSet | null> | null = null;
+  /** A rotation's end: the tokens to go on with, or the server's refusal that ended the session. */
+  type Rotation = { tokens: TokenSet | null } | { refused: TesseraError };
   // The refresh token last reported to onChange (null: signed out), so that a change seen twice, in
   // the shared storage and in a message, is reported once. It starts as what the storage holds: a
   // client created after a sign-in (a page reloaded, a new tab) hears when another tab signs out.
@@ -125,10 +132,10 @@ export function createTokenKeeper({
   // What another tab stored (a sign-in, a sign-out): the storage event tells it, messages may not.
   const unwatch = storage.watch?.((tokens) => report(tokens));
 
-  async function rotate(basis: TokenSet): Promise<TokenSet | null> {
+  async function rotate(basis: TokenSet): Promise<Rotation> {
     const stored = await storage.get();
     // Signed out meanwhile, or another call or tab already rotated this refresh token: take what it left.
-    if (stored?.refreshToken !== basis.refreshToken) return stored;
+    if (stored?.refreshToken !== basis.refreshToken) return { tokens: stored };
     const receivedAt = now();
     let pair: TokenPair;
     try {
@@ -138,27 +145,32 @@ export function createTokenKeeper({
       // envelope) says nothing of it.
       if (!isRefusal(error)) throw error;
       const current = await storage.get();
-      if (current?.refreshToken !== basis.refreshToken) return current;
+      if (current?.refreshToken !== basis.refreshToken) return { tokens: current };
       await storage.clear();
       tab.announce({ type: 'signed-out', refreshToken: basis.refreshToken });
-      return null;
+      return { refused: error };
     }
     const tokens = pairOf(pair, receivedAt);
     const current = await storage.get();
     // A sign-out or a new sign-in while the request was out wins over this refresh.
     if (current?.refreshToken !== basis.refreshToken && current?.refreshToken !== tokens.refreshToken)
-      return current;
+      return { tokens: current };
     await storage.set(tokens);
     tab.announce({ type: 'refreshed', from: basis.refreshToken, tokens });
-    return tokens;
+    return { tokens };
   }
 
   function refresh(basis: TokenSet): Promise<TokenSet | null> {
     inflight ??= tab
       .exclusive(() => rotate(basis))
-      .then((tokens) => {
-        report(tokens);
-        return tokens;
+      .then((rotation) => {
+        // Reported outside the lock: the application's callback may call the client.
+        if ('refused' in rotation) {
+          report(null);
+          throw rotation.refused;
+        }
+        report(rotation.tokens);
+        return rotation.tokens;
       })
       .finally(() => {
         inflight = null;

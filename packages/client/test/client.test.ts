@@ -377,6 +377,26 @@ describe('@tessera/client against the gateway', () => {
     expect(await there.tessera.isSignedIn()).toBe(false);
   });
 
+  it("fails a call whose refresh the gateway refuses with the gateway's reason, and signs out", async () => {
+    const email = newEmail();
+    const here = client();
+    const there = client();
+    await signIn(here.tessera, email);
+    await signIn(there.tessera, email);
+    await here.tessera.auth.logout();
+
+    // Its access token has expired: the call refreshes first, and the session is over.
+    clock.advance(gateway.config.jwt.accessTokenTtl + gateway.config.jwt.clockTolerance + 1);
+    const refused = await failure(there.tessera.users.me());
+    expect(refused).toMatchObject({ status: 401, code: 'REFRESH_TOKEN_INVALID', isNetworkError: false });
+    expect(there.count(REFRESH)).toBe(1);
+    expect(there.changes.at(-1)).toBeNull();
+    expect(await there.tessera.accessToken()).toBeNull();
+    // Signed out now: the next call is refused unsent, as for a client that never signed in.
+    expect(await failure(there.tessera.users.me())).toMatchObject({ status: 401, code: undefined });
+    expect(there.count(REFRESH)).toBe(1);
+  });
+
   it("keeps the tokens when a proxy's 401 page, not the gateway, answers the logout", async () => {
     const storage = memoryStorage();
     const { tessera: signedIn } = client({ storage });
