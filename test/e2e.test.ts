@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -213,6 +213,21 @@ describe('the whole sign-in flow, end to end', () => {
       // One file per module the service loaded, in a folder named by Node's version: hundreds.
       expect(files.length, service).toBeGreaterThan(100);
     }
+  });
+
+  it('serves every metric the alerting rules name (infra/prometheus/alerts.yaml)', async () => {
+    await waitUntil('the mailer ready', () => logs().includes('mailer ready'));
+    const started = logs()
+      .split('\n')
+      .find((line) => line.includes('mailer started'));
+    const mailerOps = /"operations":"(http:[^"]+)"/.exec(started ?? '')?.[1];
+    expect(mailerOps).toBeDefined();
+    const scrapes = [opsUrl, mailerOps].map((url) => fetch(`${url}/metrics`).then((r) => r.text()));
+    const served = (await Promise.all(scrapes)).join('\n');
+    const rules = await readFile(new URL('../infra/prometheus/alerts.yaml', import.meta.url), 'utf8');
+    const named = new Set(rules.match(/\b(?:tessera|process|nodejs|v8js|bullmq)_[a-z0-9_]+/g));
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((name) => !new RegExp(`^${name}[{ ]`, 'm').test(served))).toEqual([]);
   });
 
   it('on repeated SIGTERMs the gateway finishes the request in flight, answers later ones 503, and both exit 0', async () => {

@@ -21,6 +21,26 @@ new RuntimeNodeInstrumentation({ monitoringPrecision: 20 }).setMeterProvider(pro
 /** Tessera's meter; instruments made from it appear at /metrics. */
 export const meter = metrics.getMeter('tessera');
 
+// The process as Prometheus's own clients name it, read at each scrape: its memory (what an
+// orchestrator's limit and the README's sizing count), its CPU time, and when it started (a restart
+// shows as a new value, a crash loop as many).
+meter
+  .createObservableGauge('process.resident_memory_bytes', { description: 'Resident memory size in bytes' })
+  .addCallback((result) => result.observe(process.memoryUsage.rss()));
+meter
+  .createObservableCounter('process.cpu_seconds', {
+    description: 'Total user and system CPU time spent in seconds',
+  })
+  .addCallback((result) => {
+    const { user, system } = process.cpuUsage();
+    result.observe((user + system) / 1e6);
+  });
+meter
+  .createObservableGauge('process.start_time_seconds', {
+    description: 'Start time of the process since the Unix epoch in seconds',
+  })
+  .addCallback((result) => result.observe(Math.round(performance.timeOrigin) / 1000));
+
 /** Answers a Prometheus scrape with every metric this process records. */
 export function serveMetrics(request: IncomingMessage, response: ServerResponse): void {
   prometheus.getMetricsRequestHandler(request, response);

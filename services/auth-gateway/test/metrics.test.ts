@@ -135,6 +135,32 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/^nodejs_eventloop_utilization \d/m);
     expect(text).toMatch(/^v8js_memory_heap_used\{v8js_heap_space_name="old_space"\} \d+/m);
     expect(text).toMatch(/^v8js_gc_duration_count\{/m);
+    // As Prometheus's clients name them: memory, CPU time and start, for limits and restarts.
+    expect(value(text, 'process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
+    expect(value(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+    const started = value(text, 'process_start_time_seconds');
+    expect(Math.abs(started - (Date.now() / 1000 - process.uptime()))).toBeLessThan(5);
+  });
+
+  it('counts the 503s of an outage by which dependency, each at 0 from the start', async () => {
+    const ofRedis = 'tessera_errors_total{code="DEPENDENCY_UNAVAILABLE",dependency="redis"}';
+    const ofPostgres = 'tessera_errors_total{code="DEPENDENCY_UNAVAILABLE",dependency="postgres"}';
+    const before = await scrape();
+    expect(before).toContain(`${ofPostgres} `);
+    expect(before).toContain(`${ofRedis} `);
+    expect(before).toContain('tessera_errors_total{code="INTERNAL"} ');
+
+    const { redis } = gateway.app;
+    redis.disconnect();
+    try {
+      const send = await post(gateway.app, '/api/v1/auth/send-otp-email', { email: 'outage@example.com' });
+      expect(send.headers['tessera-error-code']).toBe('DEPENDENCY_UNAVAILABLE');
+      const after = await scrape();
+      expect(value(after, ofRedis)).toBe(value(before, ofRedis) + 1);
+      expect(value(after, ofPostgres)).toBe(value(before, ofPostgres));
+    } finally {
+      await redis.connect();
+    }
   });
 
   it('shows the Postgres pool: connections in use and idle, and requests waiting for one', async () => {

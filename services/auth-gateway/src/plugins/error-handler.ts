@@ -10,8 +10,17 @@ import { ERRORS, type ErrorCode, GatewayError } from '../errors.ts';
 import { hooklessSecurityHeaders } from './http-security.ts';
 
 const errorsAnswered = meter.createCounter('tessera.errors', {
-  description: 'Error responses by the stable code of the error catalog',
+  description:
+    'Error responses by the stable code of the error catalog; a 503 of an outage or a full pool also by dependency (postgres, redis)',
 });
+/** The codes answered when a dependency is out of reach or full, counted by which one. */
+const OF_DEPENDENCY: ReadonlySet<ErrorCode> = new Set(['DEPENDENCY_UNAVAILABLE', 'SERVER_BUSY']);
+// Every series from the start, at 0: an alert's rate() then sees the first errors after a restart.
+for (const code of Object.keys(ERRORS) as ErrorCode[])
+  if (!OF_DEPENDENCY.has(code)) errorsAnswered.add(0, { code });
+for (const dependency of ['postgres', 'redis'])
+  errorsAnswered.add(0, { code: 'DEPENDENCY_UNAVAILABLE', dependency });
+errorsAnswered.add(0, { code: 'SERVER_BUSY', dependency: 'postgres' });
 
 /** The catalog entry of each Fastify error a client can cause. */
 const FASTIFY_ERRORS: Record<string, ErrorCode> = {
@@ -69,8 +78,12 @@ function toGatewayError(error: FastifyError, request: FastifyRequest): GatewayEr
 /** The header naming an answer's error by its stable code (errors.ts), for clients to branch on. */
 const ERROR_CODE_HEADER = 'tessera-error-code';
 
-function send(reply: FastifyReply, clock: Clock, error: GatewayError) {
-  errorsAnswered.add(1, { code: error.code });
+/** Answers `error`; `dependency` names the one out of reach (or full) for a 503 of an outage. */
+function send(reply: FastifyReply, clock: Clock, error: GatewayError, dependency?: string) {
+  errorsAnswered.add(
+    1,
+    dependency && OF_DEPENDENCY.has(error.code) ? { code: error.code, dependency } : { code: error.code },
+  );
   reply.header(ERROR_CODE_HEADER, error.code);
   if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, error.retryAfter)));
   // A 401 says how to authenticate (RFC 9110), in the bearer scheme's words (RFC 6750).
@@ -247,7 +260,12 @@ export default fp<ErrorHandlerOptions>(
         reply.header('connection', 'close');
         await discardBody(request.raw);
       }
-      return send(reply, clock, answer);
+      return send(
+        reply,
+        clock,
+        answer,
+        error instanceof DependencyUnavailableError ? error.dependency : undefined,
+      );
     });
   },
   { name: 'error-handler' },
