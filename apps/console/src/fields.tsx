@@ -12,12 +12,26 @@ interface FieldProps {
   /**
    * For a field that keeps the focus while its errors come and go (the sign-in's): the error is an
    * alert, and a new key shows it as a new one, announced again even when its text is the same.
-   * Without it, the form moves the focus to the first field with a problem, which reads its error:
+   * Without it, the form moves the focus to the first field with a problem (`focusFirstProblem`),
+   * which reads its error:
    * an alert too would say it twice, and a form with five problems would say five at once.
    */
   errorKey?: number;
   /** Said to screen readers (`aria-required`); the form says in words which fields are required. */
   required?: boolean;
+}
+
+/**
+ * Moves the focus to the first field of `form` with a problem, once its error is shown, so that a
+ * screen reader reads the field with its error. A field that has the focus already (Enter pressed in
+ * it) is left and focused again: focusing it alone would say nothing.
+ */
+export function focusFirstProblem(form: HTMLElement | null): void {
+  setTimeout(() => {
+    const field = form?.querySelector<HTMLElement>('[aria-invalid="true"]');
+    if (field === document.activeElement) field?.blur();
+    field?.focus();
+  });
 }
 
 /** Ids of the hint and the error, for `aria-describedby`, so a screen reader reads them with the field. */

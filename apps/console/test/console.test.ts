@@ -614,9 +614,19 @@ describe('registration', () => {
     await page.getByText('Username must be 3–30 characters.').waitFor();
     expect(await isFocused(username)).toBe(true);
 
+    // Enter in the field at fault: it keeps the focus, and is focused again, so its error is read.
     await username.fill(taken.username.toUpperCase());
-    await page.getByRole('button', { name: 'Continue' }).click();
+    const focusEvents = await username.evaluateHandle((field) => {
+      const seen = { count: 0 };
+      field.addEventListener('focus', () => {
+        seen.count += 1;
+      });
+      return seen;
+    });
+    await username.press('Enter');
     await page.getByText('Username is taken.').waitFor();
+    await expect.poll(() => focusEvents.evaluate((seen) => seen.count)).toBe(1);
+    expect(await isFocused(username)).toBe(true);
     expect(await username.getAttribute('aria-invalid')).toBe('true');
     expect(await descriptionOf(username)).toBe(
       '3 to 30 characters: letters, digits, dots and underscores. Username is taken.',

@@ -3,7 +3,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
-import { SelectField, TextAreaField, TextField } from '../fields.tsx';
+import { focusFirstProblem, SelectField, TextAreaField, TextField } from '../fields.tsx';
 import { MessageText, useMessage } from '../message.tsx';
 import {
   PROFILE_LABELS,
@@ -86,7 +86,7 @@ export function ProfileSection({ user, onSaved }: { user: User; onSaved: (user: 
         const { byField, other } = fieldProblems(error, PROFILE_LABELS);
         setProblems(byField);
         if (other.length > 0) setFormError(other.join(' '));
-        setTimeout(() => element.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+        focusFirstProblem(element);
       } else setFormError(failureText(error));
     }
   }

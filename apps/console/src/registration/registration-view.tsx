@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
-import { CheckField, TextField } from '../fields.tsx';
+import { CheckField, focusFirstProblem, TextField } from '../fields.tsx';
 
 const LABELS = { name: 'Name', surname: 'Surname', username: 'Username' } as const;
 type Field = keyof typeof LABELS | 'privacyPolicy' | 'termsOfUse';
@@ -56,7 +56,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
   function showProblems(found: Problems) {
     setProblems(found);
     // The first field with a problem takes the focus, in the order of the form.
-    setTimeout(() => form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
+    focusFirstProblem(form.current);
   }
 
   function submit(event: Event) {
