@@ -131,7 +131,7 @@ it('a job whose mailer is killed, and then the next one too, is still emailed', 
   const second = tessera.startMailer();
   await waitUntil('the second mailer sending', () => emailed() === 1 && sink.inFlight() === 1, 15_000);
   await second.stop('SIGKILL');
-  tessera.startMailer();
+  const third = tessera.startMailer();
 
   const [jobId] = stalls;
   // Done: completed (and removed at once), or failed for good.
@@ -145,4 +145,7 @@ it('a job whose mailer is killed, and then the next one too, is still emailed', 
     .filter((mail) => mail.to.includes(email))
     .map((mail) => mail.headers['message-id']);
   expect(new Set(ids).size).toBe(1);
+  // Each stall is told by the mailer that took the job back (and counted, outcome "stalled").
+  const told = [first, second, third].map((mailer) => mailer.output()).join('');
+  expect(told.split('email job taken back from a mailer that stopped').length - 1).toBe(2);
 });

@@ -241,7 +241,7 @@ export function createMailWorker({
       stalledInterval: config.worker.stalledInterval,
       // A job a crashed mailer held is queued again however often that happens (the next mailer killed
       // too, a crash loop): like a failed send, it ends at its deadline. BullMQ's default fails it for
-      // good at its second stall, and its email is never sent.
+      // good at its second stall, and its email is never sent. Each stall is counted and logged.
       maxStalledCount: EMAIL_JOB_OPTIONS.attempts,
       settings: {
         backoffStrategy: (retry: number, _type?: string, _error?: Error, job?: { name: string }) =>
@@ -252,6 +252,14 @@ export function createMailWorker({
     },
   );
 
+  // Seen by whichever mailer's check found the job's lock run out: the one that held it stopped.
+  worker.on('stalled', (jobId: string) => {
+    emails.add(1, { outcome: 'stalled' });
+    logger.warn(
+      { jobId },
+      'email job taken back from a mailer that stopped (killed, or blocked past MAILER_LOCK_DURATION_MS)',
+    );
+  });
   worker.on('failed', (job: Job<EmailJobData> | undefined, error: Error) => {
     if (!job) return;
     const final = isFinal(job, error);
