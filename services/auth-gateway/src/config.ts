@@ -250,7 +250,7 @@ export const GatewayConfigSchema = Type.Object({
     deletionGrace: Int(
       'ACCOUNT_DELETION_GRACE',
       2_592_000,
-      'Seconds (at most a year) between a deletion request and the erasure of the account.',
+      'Seconds (at most a year) between a deletion request and the erasure of the account; at 0 it is erased at the next sweep, with no deletion email (a notice of a date gone by is not sent).',
       {
         minimum: 0,
         maximum: YEAR,

@@ -16,7 +16,7 @@ describe('composeOtpEmail', () => {
     );
     expect(email.to).toBe('alice@example.com');
     expect(email.subject).toBe('4826 is your Acme sign-in code');
-    expect(email.text).toMatch(/^Your Acme sign-in code is 4826\n/);
+    expect(email.text).toMatch(/^Your Acme sign-in code is:\n\n4826\n\n/);
     expect(email.html).toMatch(/<p[^>]*>4826<\/p>/);
     // Read on a phone at the phone's width.
     expect(email.html).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');

@@ -27,7 +27,8 @@ export function composeOtpEmail({ to, code, expiresAt }: OtpEmail, now: Date, pr
   return {
     to,
     subject,
-    text: `Your ${product} sign-in code is ${code}\n\n${validity}\n${warnings.join('\n')}\n`,
+    // The code on a line of its own, as in the HTML: easy to find, and to copy alone.
+    text: `Your ${product} sign-in code is:\n\n${code}\n\n${validity}\n${warnings.join('\n')}\n`,
     html: htmlEmail(
       subject,
       `<p>Your ${escapeHtml(product)} sign-in code is</p>

@@ -209,7 +209,7 @@ describe('send-otp jobs', () => {
     expect(mail?.to).toEqual(['alice@example.com']);
     expect(mail?.from).toBe('no-reply@tessera.test');
     expect(mail?.subject).toBe('4826 is your Tessera sign-in code');
-    expect(mail?.text).toContain('Your Tessera sign-in code is 4826');
+    expect(mail?.text).toContain('Your Tessera sign-in code is:\n\n4826\n');
     expect(mail?.text).toMatch(/It expires in 5 minutes, at \d\d:\d\d UTC\./);
     expect(mail?.html).toMatch(/<p[^>]*>4826<\/p>/);
     // Automated: an out-of-office reply would only go back to the no-reply address.
