@@ -1299,6 +1299,7 @@ describe('one person, several places', () => {
     await page.getByRole('button', { name: 'Cancel deletion' }).click();
     const cancelled = page.getByRole('status').filter({ hasText: 'Deletion cancelled: your account stays.' });
     await cancelled.waitFor();
+    expect(await isFocused(name)).toBe(true);
 
     // Scheduled again elsewhere while the person types here: shown, the "cancelled" gone, and the
     // focus left where they type.

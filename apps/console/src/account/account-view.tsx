@@ -132,10 +132,11 @@ export function AccountView({ initialUser }: { initialUser: User }) {
           focus={focusDeletion}
           onCancelled={(updated) => {
             ownChange.current = false;
+            // "Cancel deletion", which has the focus, goes away.
+            keepFocus();
             setUser(updated);
             setFocusDeletion(false);
             say('Deletion cancelled: your account stays.');
-            heading.current?.focus();
             changed();
           }}
         />

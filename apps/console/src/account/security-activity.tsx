@@ -40,6 +40,7 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
         reload ? { page: 1, limit: pages * PAGE_SIZE } : { page: pageNumber, limit: PAGE_SIZE },
       );
       if (mine !== generation.current) return;
+      // The last page takes "Show more", and the focus on it, away; a reload may too.
       keepFocus();
       const seen = new Set(keep.map((event) => event._id));
       const all = [...keep, ...list.filter((event) => !seen.has(event._id))];
@@ -48,11 +49,7 @@ export function SecurityActivity({ refreshKey }: { refreshKey: number }) {
       setHasMore(pagination.hasNextPage);
       setError(undefined);
       if (reload) setShown('');
-      else {
-        setShown(`Showing ${all.length} of ${Math.max(all.length, pagination.totalItems)} events.`);
-        // The last page takes "Show more", and the focus on it, away: the focus goes to the heading.
-        if (!pagination.hasNextPage) heading.current?.focus();
-      }
+      else setShown(`Showing ${all.length} of ${Math.max(all.length, pagination.totalItems)} events.`);
     } catch (failure) {
       if (mine === generation.current && !sessionEnded(failure)) setError(failureText(failure));
     } finally {

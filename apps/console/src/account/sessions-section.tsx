@@ -55,8 +55,8 @@ export function SessionsSection({ refreshKey, onChanged }: { refreshKey: number;
         return;
       }
     }
-    // Its row, and the focused button in it, go away: the focus goes to the list's heading.
-    heading.current?.focus();
+    // Its row, and the focused button in it, go away.
+    keepFocus();
     setSessions((list) => list?.filter((item) => item._id !== session._id) ?? null);
     onChanged();
   }

@@ -80,10 +80,7 @@ const ERROR_CODE_HEADER = 'tessera-error-code';
 
 /** Answers `error`; `dependency` names the one out of reach (or full) for a 503 of an outage. */
 function send(reply: FastifyReply, clock: Clock, error: GatewayError, dependency?: string) {
-  errorsAnswered.add(
-    1,
-    dependency && OF_DEPENDENCY.has(error.code) ? { code: error.code, dependency } : { code: error.code },
-  );
+  errorsAnswered.add(1, dependency ? { code: error.code, dependency } : { code: error.code });
   reply.header(ERROR_CODE_HEADER, error.code);
   if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, error.retryAfter)));
   // A 401 says how to authenticate (RFC 9110), in the bearer scheme's words (RFC 6750).
