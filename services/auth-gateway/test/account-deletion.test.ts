@@ -6,6 +6,8 @@ import {
   deletionScheduledJobId,
   EMAIL_BACKOFF,
   EMAIL_JOB_OPTIONS,
+  NOTICE_RETRY_WINDOW_MS,
+  noticesKey,
 } from '@tessera/contracts';
 import { createMailWorker } from '@tessera/mailer';
 import { loadConfig as loadMailerConfig } from '@tessera/mailer/config';
@@ -161,7 +163,11 @@ const sessionsOf = (app: App, userId: string) =>
 const sweeper = (app: App, clock: Clock, activeSessions = createActiveSessionStore(app.redis)) =>
   createAccountDeletion({
     db: app.db,
-    emails: createEmailQueue(app.mailQueue, app.mailQueueRedis, app.mailQueue.opts.prefix ?? '', app.log),
+    emails: createEmailQueue(app.mailQueue, app.mailQueueRedis, {
+      prefix: app.mailQueue.opts.prefix ?? '',
+      clock,
+      log: app.log,
+    }),
     securityLog: createSecurityLog(app.db, app.log),
     clock,
     log: app.log,
@@ -1086,6 +1092,26 @@ describe('emails', () => {
       `${jules.code} is your Tessera sign-in code`,
       `Your Tessera account will be deleted on ${longDate(at(requestedAgainAt.toISOString(), GRACE))}`,
     ]);
+  });
+
+  it("keeps a day's notices on record for an account, not every one: a deletion asked for and cancelled again and again", async () => {
+    // A gateway of its own clock, which moves a day: the mailer's stays, for the tests after this one.
+    const ownClock = manualClock(clock.now());
+    const { app: own } = await gateway(shared, ownClock, { ACCOUNT_DELETION_SWEEP_INTERVAL: '3600' });
+    const records = (userId: string) =>
+      own.mailQueueRedis.hgetall(noticesKey(own.mailQueue.opts.prefix ?? '', userId));
+    let otto = await signIn(own, 'otto@example.com');
+    await requestDeletion(own, otto.accessToken);
+    ownClock.advance(1);
+    await cancelDeletion(own, otto.accessToken);
+    expect(Object.keys(await records(otto.user._id))).toHaveLength(3);
+
+    // A day and a minute later, both notices are past their deadlines: their records go.
+    ownClock.advance(NOTICE_RETRY_WINDOW_MS / 1000 + 61);
+    otto = await signIn(own, 'otto@example.com');
+    await requestDeletion(own, otto.accessToken);
+    const { newest, ...left } = await records(otto.user._id);
+    expect(Object.keys(left)).toEqual([newest]);
   });
 
   it('sends no notice of a deletion cancelled while the notice waited for the mail server, whatever the clocks of the gateways', async () => {

@@ -11,16 +11,37 @@ import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Result } from 'ioredis';
+import type { Clock } from '../../clock.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    recordNewest(key: string, jobId: string, ttlMs: number): Result<unknown, Context>;
+    recordNewest(
+      key: string,
+      jobId: string,
+      ttlMs: number,
+      now: number,
+      expires: number,
+    ): Result<unknown, Context>;
   }
 }
 
-/** The job as its recipient's newest, and as one recorded; the hash kept as long as given. */
+/**
+ * The job as its recipient's newest, and as one recorded until ARGV[4] (ms since the epoch, the
+ * record's value); the hash kept as long as that. The records expired by ARGV[3], now, go: their
+ * jobs are past their deadlines, and a recipient who never pauses for a whole lifetime (a deletion
+ * requested and cancelled again and again) would otherwise keep every record ever made. A record of
+ * an earlier version (`1`) tells no expiry and stays until the hash does.
+ */
 const RECORD_NEWEST = `
-redis.call('HSET', KEYS[1], 'newest', ARGV[1], ARGV[1], '1')
+local now = tonumber(ARGV[3])
+local records = redis.call('HGETALL', KEYS[1])
+for i = 1, #records, 2 do
+  local expires = tonumber(records[i + 1])
+  if records[i] ~= 'newest' and expires and expires > 1 and expires <= now then
+    redis.call('HDEL', KEYS[1], records[i])
+  end
+end
+redis.call('HSET', KEYS[1], 'newest', ARGV[1], ARGV[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 `;
 
@@ -31,7 +52,11 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * delivery policy (the mailer retries it until its deadline) and an id that makes a repeated enqueue
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
-export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
+export function createEmailQueue(
+  queue: Queue,
+  redis: RedisClient,
+  { prefix, clock, log }: { prefix: string; clock: Clock; log: FastifyBaseLogger },
+) {
   redis.defineCommand('recordNewest', { numberOfKeys: 1, lua: RECORD_NEWEST });
   return {
     /**
@@ -46,8 +71,10 @@ export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: strin
       const key = newestKeyOf(prefix, jobId, data);
       if (key === undefined) return;
       // Without it, an older email still being retried is sent too: not worth failing the request.
+      const now = clock.now().getTime();
+      const keptMs = lifetimeMs + DEADLINE_MARGIN_MS;
       await redis
-        .recordNewest(key, jobId, lifetimeMs + DEADLINE_MARGIN_MS)
+        .recordNewest(key, jobId, keptMs, now, now + keptMs)
         .catch((err: unknown) =>
           log.warn({ err, jobId }, 'could not record the newest email of its recipient'),
         );
