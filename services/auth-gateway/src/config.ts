@@ -166,7 +166,7 @@ export const GatewayConfigSchema = Type.Object({
     refreshReuseGrace: Int(
       'REFRESH_REUSE_GRACE',
       10,
-      'Seconds (at most 300, and fewer than `ACCESS_TOKEN_TTL` and `REFRESH_TOKEN_TTL`) after a rotation in which the old refresh token still returns the same new pair. `@tessera/client` asks again for a refresh whose answer it lost after 5 s: keep 10 or more for it.',
+      'Seconds (at most 300, and fewer than `ACCESS_TOKEN_TTL` and `REFRESH_TOKEN_TTL`) after a rotation in which the old refresh token still returns the same new pair (the newest, when that was refreshed too). `@tessera/client` asks again for a refresh whose answer it lost after 5 s: keep 10 or more for it.',
       {
         minimum: 0,
         maximum: 300,

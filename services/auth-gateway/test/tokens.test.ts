@@ -223,6 +223,22 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect(Math.abs(left - b.expiresIn)).toBeLessThan(1);
   });
 
+  it('returns the newest pair to a retry inside the grace window when its successor was rotated too: no token handed out is later taken for theft', async () => {
+    const first = await signIn(gateway.app, 'tessa@example.com');
+    const a = body(await refresh(first.refreshToken)).data;
+    clock.advance(2);
+    // Another tab refreshed again at once with the pair it got.
+    const b = body(await refresh(a.refreshToken)).data;
+    clock.advance(2);
+    const retried = body(await refresh(first.refreshToken)).data;
+    expect(retried).toEqual({ ...b, expiresIn: b.expiresIn - 2, refreshExpiresIn: b.refreshExpiresIn - 2 });
+    // Past the window, the pair the retry got still refreshes: the session lives on.
+    await ageRotations(gateway, 11);
+    const next = await refresh(retried.refreshToken);
+    expect(next.statusCode).toBe(200);
+    expect((await listSessions(body(next).data.accessToken)).statusCode).toBe(200);
+  });
+
   it('ends the whole session when a rotated token is reused after the grace window', async () => {
     const first = await signIn(gateway.app, 'ursula@example.com');
     const next = body(await refresh(first.refreshToken)).data;

@@ -8,6 +8,8 @@ import { type SessionsContext, seconds, tokenPair } from './sessions.context.ts'
 import * as repository from './sessions.repository.ts';
 
 const RESULTS = { rotated: 'ok', again: 'grace', reused: 'reuse', invalid: 'invalid', ended: 'invalid' };
+/** How many rotations after its own a retry's answer follows (each one a refresh within the window). */
+const MAX_LINKS = 8;
 
 type Outcome =
   | { kind: 'rotated' | 'again'; pair: TokenPair }
@@ -17,7 +19,8 @@ type Outcome =
 
 /**
  * Rotates a refresh token. Presenting an already rotated token again returns the same successor
- * within the grace window (parallel tabs) and ends the whole session after it (theft).
+ * (or the newest, when that was rotated too) within the grace window (parallel tabs) and ends the
+ * whole session after it (theft).
  */
 export function refreshSession(context: SessionsContext) {
   const { db, clock, activeSessions, securityLog, log, successors } = context;
@@ -83,6 +86,28 @@ export function refreshSession(context: SessionsContext) {
     }
   }
 
+  /**
+   * The pair to give again for a successor: its own, or, when it was rotated in turn (a client that
+   * refreshed again within the window), the newest of the session's chain of rotations, so that a
+   * retry is never handed a token already rotated away, which its holder would present later and
+   * have taken for theft. Every later rotation is within the window too, its successor sealed beside
+   * it; followed for a few links at most, and no further than a seal that does not open.
+   */
+  async function newestOf(successor: string): Promise<{ token: string; issuedAt: Date } | undefined> {
+    let token = successor;
+    for (let link = 0; ; link++) {
+      const row = await repository.findRefreshToken(db, hashRefreshToken(token));
+      if (!row) return undefined;
+      const since = row.secondsSinceRotation ?? Number.POSITIVE_INFINITY;
+      const next =
+        row.successorSealed && since <= context.refreshReuseGrace && link < MAX_LINKS
+          ? opened(token, row.successorSealed)
+          : undefined;
+      if (next === undefined) return { token, issuedAt: row.issuedAt };
+      token = next;
+    }
+  }
+
   /** Why a token was not rotated: unknown or expired, its session ended, or rotated before. */
   async function notRotated(presented: string, now: Date): Promise<Outcome> {
     const token = await repository.findRefreshToken(db, hashRefreshToken(presented));
@@ -97,11 +122,11 @@ export function refreshSession(context: SessionsContext) {
       const successor = opened(presented, token.successorSealed);
       // Sealed under another OTP_SECRET (changed within the window): it cannot be given again.
       if (successor === undefined) return { kind: 'invalid' };
-      // The same pair: signed as at the rotation, when the rotating gateway issued the successor.
-      const issuedAt = await repository.findIssuedAt(db, hashRefreshToken(successor));
-      if (!issuedAt) return { kind: 'invalid' };
+      const newest = await newestOf(successor);
+      if (!newest) return { kind: 'invalid' };
+      // The same pair: signed as at its rotation, when the rotating gateway issued it.
       const claims = { sub: token.userId, sid: token.sessionId, roles: token.roles };
-      return { kind: 'again', pair: tokenPair(context, claims, successor, issuedAt, now) };
+      return { kind: 'again', pair: tokenPair(context, claims, newest.token, newest.issuedAt, now) };
     }
     // Two reuses at once: one ends the session, the other finds it ended.
     if (!(await repository.endSession(db, token.sessionId, now, 'refresh_token_reuse')))

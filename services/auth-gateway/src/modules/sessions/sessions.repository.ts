@@ -113,6 +113,7 @@ const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer 
     .innerJoin('users as u', 'u.id', 's.userId')
     .select([
       't.sessionId',
+      't.issuedAt',
       't.expiresAt',
       't.rotatedAt',
       't.successorSealed',
@@ -127,18 +128,12 @@ const refreshToken = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer 
     .where('t.tokenHash', '=', $.tokenHash),
 );
 
-/** A refresh token with its session and user, and how long ago it was rotated (if it was). */
+/**
+ * A refresh token with its session and user, when it was issued (by the clock of the gateway that
+ * issued it) and how long ago it was rotated (if it was).
+ */
 export function findRefreshToken(db: Kysely<Database>, tokenHash: Buffer) {
   return refreshToken.first(db, { tokenHash });
-}
-
-const issuedAt = prepareQuery((db: Kysely<Database>, $: { tokenHash: Buffer }) =>
-  db.selectFrom('refreshTokens').select('issuedAt').where('tokenHash', '=', $.tokenHash),
-);
-
-/** When a refresh token was issued, by the clock of the gateway that issued it. */
-export async function findIssuedAt(db: Kysely<Database>, tokenHash: Buffer): Promise<Date | undefined> {
-  return (await issuedAt.first(db, { tokenHash }))?.issuedAt;
 }
 
 interface Rotation {
