@@ -28,7 +28,7 @@ const OPERATOR = { ipAddress: null, userAgent: 'Tessera operator (sessions:end)'
 const USERS_AT_ONCE = 16;
 
 interface EndReport {
-  /** Accounts gone through: with --all, every one with an unexpired session started by the cut-off. */
+  /** Accounts whose sessions it ended, or (--dry-run) would end; --user: the one account. */
   users: number;
   sessionsEnded: number;
   /** --dry-run: nothing ended; the open sessions that would have, of `users` accounts. */
@@ -121,7 +121,8 @@ async function endSessions(
       const ended = await Promise.allSettled(users.map((userId) => end(userId, OPERATOR, startedBefore)));
       for (const each of ended)
         if (each.status === 'fulfilled') {
-          all.users += 1;
+          // Accounts gone through but with none open (their keys deleted again) are not counted.
+          if (each.value.ended > 0) all.users += 1;
           all.sessionsEnded += each.value.ended;
           all.keysDeleted += each.value.keysDeleted;
         }
