@@ -11,9 +11,14 @@ Reads REDIS_URL, REDIS_CLUSTER_NODES and BULLMQ_PREFIX.`;
 
 /**
  * Operator commands on the email queue (package scripts `queue:status`, `queue:retry-failed`).
- * Exit code 0 when done, 1 when Redis fails (one line on stderr), 2 on a usage error.
+ * Exit code 0 when done, 1 when Redis fails (one line on stderr), 2 on a usage error; `--help`
+ * prints the usage.
  */
 export async function runQueueCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   let args: ReturnType<typeof parse>;
   try {
     args = parse(argv);

@@ -210,6 +210,14 @@ describe('errors', () => {
     expect(await client.keys(`${mistyped}*`)).toEqual([]);
   });
 
+  it('prints the usage for --help, and succeeds', async () => {
+    const { code, stdout } = await cli(['retry-failed', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^usage: queue-cli\.ts status \[--json\]\n.*retry-failed \[--id <jobId>\] \[--json\]/,
+    );
+  });
+
   it('exits 2 with the usage on an unknown command', async () => {
     const { code, stderr } = await cli(['purge']);
     expect(code).toBe(2);
