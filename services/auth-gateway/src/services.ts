@@ -57,7 +57,7 @@ export function createServices(
     clock,
   });
   const activeSessions = createActiveSessionStore(redis);
-  const emails = createEmailQueue(mailQueue, queueRedis, { prefix: config.mail.queuePrefix, clock, log });
+  const emails = createEmailQueue(mailQueue, queueRedis, config.mail.queuePrefix, log);
   const sessions = createSessions({
     db,
     activeSessions,

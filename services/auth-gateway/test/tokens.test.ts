@@ -416,6 +416,25 @@ describe('POST /api/v1/auth/refresh-token', () => {
     expect((await listSessions(successor.accessToken)).statusCode).toBe(200);
   });
 
+  it('answers 401 to a retry whose chain of rotations holds a seal under another OTP_SECRET, or is longer than it follows', async () => {
+    const first = await signIn(gateway.app, 'yvonne@example.com');
+    const a = body(await refresh(first.refreshToken)).data;
+    const b = body(await refresh(a.refreshToken)).data;
+    // The second rotation was taken by a gateway whose OTP_SECRET was changed since.
+    await storeSeal(a.refreshToken, successorSealer('y'.repeat(40)).seal(a.refreshToken, b.refreshToken));
+    clock.advance(2);
+    expect((await refresh(first.refreshToken)).statusCode).toBe(401);
+    // Not the spent pair of the first rotation; and the session goes on for the holder of the newest.
+    expect((await listSessions(b.accessToken)).statusCode).toBe(200);
+
+    // The token a retry presents rotated, then its successors nine times: past the eight it follows.
+    let newest = b;
+    const retried = newest.refreshToken;
+    for (let i = 0; i < 10; i++) newest = body(await refresh(newest.refreshToken)).data;
+    expect((await refresh(retried)).statusCode).toBe(401);
+    expect((await listSessions(newest.accessToken)).statusCode).toBe(200);
+  });
+
   it('refuses an unknown token with 401 and a missing one with 400', async () => {
     expect((await refresh('x'.repeat(43))).statusCode).toBe(401);
     const missing = await post(gateway.app, REFRESH, {});

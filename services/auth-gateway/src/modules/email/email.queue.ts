@@ -11,38 +11,35 @@ import type { RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Result } from 'ioredis';
-import type { Clock } from '../../clock.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    recordNewest(
-      key: string,
-      jobId: string,
-      ttlMs: number,
-      now: number,
-      expires: number,
-    ): Result<unknown, Context>;
+    recordNewest(key: string, jobId: string, ttlMs: number): Result<unknown, Context>;
   }
 }
 
 /**
- * The job as its recipient's newest, and as one recorded until ARGV[4] (ms since the epoch, the
- * record's value); the hash kept as long as that. The records expired by ARGV[3], now, go: their
- * jobs are past their deadlines, and a recipient who never pauses for a whole lifetime (a deletion
- * requested and cancelled again and again) would otherwise keep every record ever made. A record of
- * an earlier version (`1`) tells no expiry and stays until the hash does.
+ * The job as its recipient's newest, and as one recorded until its record expires (the field's
+ * value, ms since the epoch); the hash kept as long as that. A record expired a lifetime ago goes:
+ * its job is past its deadline, even as a gateway whose clock runs that far ahead of the Redis
+ * server's set it; and a recipient who never pauses for a whole lifetime (a deletion requested and
+ * cancelled again and again) would otherwise keep every record ever made. Timed by the Redis
+ * server's clock, as the hash's expiry is. A record of an earlier version (`1`) tells no expiry and
+ * stays as long as the hash.
  */
 const RECORD_NEWEST = `
-local now = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local lifetime = tonumber(ARGV[2])
 local records = redis.call('HGETALL', KEYS[1])
 for i = 1, #records, 2 do
   local expires = tonumber(records[i + 1])
-  if records[i] ~= 'newest' and expires and expires > 1 and expires <= now then
+  if records[i] ~= 'newest' and expires and expires > 1 and expires + lifetime <= now then
     redis.call('HDEL', KEYS[1], records[i])
   end
 end
-redis.call('HSET', KEYS[1], 'newest', ARGV[1], ARGV[1], ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[1], 'newest', ARGV[1], ARGV[1], string.format('%.0f', now + lifetime))
+redis.call('PEXPIRE', KEYS[1], lifetime)
 `;
 
 export type EmailQueue = ReturnType<typeof createEmailQueue>;
@@ -52,11 +49,7 @@ export type EmailQueue = ReturnType<typeof createEmailQueue>;
  * delivery policy (the mailer retries it until its deadline) and an id that makes a repeated enqueue
  * a no-op. The queue carries the caller's trace context to the mailer.
  */
-export function createEmailQueue(
-  queue: Queue,
-  redis: RedisClient,
-  { prefix, clock, log }: { prefix: string; clock: Clock; log: FastifyBaseLogger },
-) {
+export function createEmailQueue(queue: Queue, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
   redis.defineCommand('recordNewest', { numberOfKeys: 1, lua: RECORD_NEWEST });
   return {
     /**
@@ -71,10 +64,8 @@ export function createEmailQueue(
       const key = newestKeyOf(prefix, jobId, data);
       if (key === undefined) return;
       // Without it, an older email still being retried is sent too: not worth failing the request.
-      const now = clock.now().getTime();
-      const keptMs = lifetimeMs + DEADLINE_MARGIN_MS;
       await redis
-        .recordNewest(key, jobId, keptMs, now, now + keptMs)
+        .recordNewest(key, jobId, lifetimeMs + DEADLINE_MARGIN_MS)
         .catch((err: unknown) =>
           log.warn({ err, jobId }, 'could not record the newest email of its recipient'),
         );

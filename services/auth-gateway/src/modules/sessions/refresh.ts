@@ -89,21 +89,20 @@ export function refreshSession(context: SessionsContext) {
   /**
    * The pair to give again for a successor: its own, or, when it was rotated in turn (a client that
    * refreshed again within the window), the newest of the session's chain of rotations, so that a
-   * retry is never handed a token already rotated away, which its holder would present later and
-   * have taken for theft. Every later rotation is within the window too, its successor sealed beside
-   * it; followed for a few links at most, and no further than a seal that does not open.
+   * retry is not handed a token already rotated away, which its holder would present later and have
+   * taken for theft. Each later rotation came after the presented token's, within its window (judged
+   * once, there: measured again a moment later, a link could seem just outside), and sealed its
+   * successor beside it. Nothing is given again past a seal that does not open (OTP_SECRET changed
+   * within the window), as for the presented token's own, or past MAX_LINKS rotations.
    */
   async function newestOf(successor: string): Promise<{ token: string; issuedAt: Date } | undefined> {
     let token = successor;
     for (let link = 0; ; link++) {
       const row = await repository.findRefreshToken(db, hashRefreshToken(token));
       if (!row) return undefined;
-      const since = row.secondsSinceRotation ?? Number.POSITIVE_INFINITY;
-      const next =
-        row.successorSealed && since <= context.refreshReuseGrace && link < MAX_LINKS
-          ? opened(token, row.successorSealed)
-          : undefined;
-      if (next === undefined) return { token, issuedAt: row.issuedAt };
+      if (!row.successorSealed) return { token, issuedAt: row.issuedAt };
+      const next = link < MAX_LINKS ? opened(token, row.successorSealed) : undefined;
+      if (next === undefined) return undefined;
       token = next;
     }
   }
