@@ -54,6 +54,7 @@ if (import.meta.main) {
     console.error(
       `Writing the OpenAPI document failed: ${error instanceof Error ? error.message : String(error)}`,
     );
-    process.exitCode = 1;
+    // A gateway that failed to build may leave a client's timers behind (Redis's reconnection).
+    process.exit(1);
   }
 }

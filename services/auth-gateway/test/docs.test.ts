@@ -3,7 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type TestGateway } from './helpers.ts';
+import { runScript, startGateway, type TestGateway } from './helpers.ts';
 
 let gateway: TestGateway;
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked field by field
@@ -17,6 +17,20 @@ beforeAll(async () => {
   document = response.json();
 });
 afterAll(() => gateway.close());
+
+describe('pnpm --filter @tessera/auth-gateway openapi', () => {
+  it('says in one line that it failed, and ends with exit code 1, when Redis does not answer', async () => {
+    const run = await runScript(['scripts/openapi.ts'], {
+      DATABASE_URL: gateway.config.database.url,
+      REDIS_URL: 'redis://127.0.0.1:1',
+    });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Writing the OpenAPI document failed: redis is unavailable\n',
+    });
+  });
+});
 
 const SCHEMAS = '#/components/schemas/';
 

@@ -133,11 +133,14 @@ export type UserRow = Selectable<UsersTable>;
 
 const iso = (value: Date | null) => (value === null ? null : value.toISOString());
 
-/** Maps a row to the User clients see, so rows never leave the service layer. */
+/**
+ * Maps a row to the User clients see, so rows never leave the service layer. A column added to
+ * `users` fails the typecheck here until the User has it (its serializer would drop it unseen).
+ */
 export function toUser(row: UserRow): User {
   const { id, minutePriceInLiveStream, creditBalance, ...rest } = row;
   return {
-    ...rest,
+    ...(rest satisfies Record<Exclude<keyof typeof rest, keyof User>, never>),
     _id: id,
     birthDate: iso(row.birthDate),
     lastLogin: iso(row.lastLogin),
