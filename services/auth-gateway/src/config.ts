@@ -87,7 +87,7 @@ export const GatewayConfigSchema = Type.Object({
     url: Text(
       'DATABASE_URL',
       'postgres://postgres@127.0.0.1:5432/tessera',
-      'Postgres, a `postgres://` or `postgresql://` URL (a Unix socket: `postgres:///tessera?host=/var/run/postgresql`). `pnpm db:migrate` creates the database in development.',
+      'Postgres, a `postgres://` or `postgresql://` URL (a Unix socket: `postgres:///tessera?host=/var/run/postgresql`) of one host: with a standby, an address that follows the primary (a virtual IP, a DNS name the failover moves, a proxy that checks for the primary; see Operations, "Postgres failover"). `pnpm db:migrate` creates the database in development.',
       NOT_EMPTY,
     ),
     poolSize: Int(

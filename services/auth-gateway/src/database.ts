@@ -4,3 +4,8 @@ export type {
   Sessions as SessionsTable,
   Users as UsersTable,
 } from './database.generated.ts';
+
+/** What the readiness probe learns of Postgres besides that it answers: whether it refuses writes (a standby). */
+export interface PostgresState {
+  readOnly: boolean;
+}

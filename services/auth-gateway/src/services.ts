@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from './clock.ts';
 import type { GatewayConfig } from './config.ts';
-import type { Database } from './database.ts';
+import type { Database, PostgresState } from './database.ts';
 import type { SchemaState } from './migration-state.ts';
 import { createAccountDeletion } from './modules/account-deletion/account-deletion.service.ts';
 import { createEmailQueue } from './modules/email/email.queue.ts';
@@ -29,7 +29,7 @@ export interface Clients {
   /** Whether Postgres has every migration of this code: readiness and the sweeps wait for it. */
   schema: SchemaState;
   /** Whether Postgres answers, on a connection of its own (readiness). */
-  postgresAnswers: () => Promise<void>;
+  postgresAnswers: () => Promise<PostgresState>;
   redis: RedisClient;
   mailQueue: Queue;
   /** The mail queue's own Redis connection. */

@@ -244,6 +244,55 @@ describe('on tables Postgres would not vacuum', () => {
   });
 });
 
+describe('on a Postgres that refuses writes (a standby, before or after a failover)', () => {
+  it('is not ready and says why, answers 503 to what writes, and recovers once its connections reach a server that takes writes', async () => {
+    const database = await createTestDatabase();
+    const url = new URL(database.url);
+    const name = url.pathname.slice(1);
+    url.pathname = '/postgres';
+    const admin = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    const readOnly = (on: boolean) =>
+      admin.query(
+        `alter database ${admin.escapeIdentifier(name)} ${on ? 'set default_transaction_read_only = on' : 'reset default_transaction_read_only'}`,
+      );
+    await readOnly(true);
+    const { app, lines, ready } = await gatewayOn(database.url);
+    try {
+      const before = await ready();
+      expect(before.statusCode).toBe(503);
+      expect(body(before).errors).toEqual([
+        'Service unavailable',
+        'postgres is read-only (a standby?): point DATABASE_URL at the primary',
+      ]);
+
+      const email = 'standby@example.com';
+      const { code } = body(await post(app, '/api/v1/auth/send-otp-email', { email })).data;
+      const refused = await post(app, '/api/v1/auth/verify-otp-email', { email, code });
+      expect(refused.statusCode).toBe(503);
+      expect(body(refused)).toMatchObject({ errors: ['Service unavailable'] });
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(lines.filter((line) => line.msg === 'unhandled error')).toEqual([]);
+
+      // The primary again: new connections (a failover's repoint makes them) take writes.
+      await readOnly(false);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
+      await vi.waitFor(async () => expect((await ready()).statusCode).toBe(200), { timeout: 5000 });
+      // The code was given back: the user signs in with it.
+      await vi.waitFor(
+        async () =>
+          expect((await post(app, '/api/v1/auth/verify-otp-email', { email, code })).statusCode).toBe(200),
+        { timeout: 5000 },
+      );
+    } finally {
+      await app.close();
+      await readOnly(false).catch(() => undefined);
+      await admin.end();
+      await database.drop();
+    }
+  });
+});
+
 describe('on a database not migrated', () => {
   it('is not ready and says why, warns once at start without a stack, and is ready once migrated', async () => {
     const database = await createTestDatabase({ migrated: false });

@@ -6,7 +6,7 @@ import fp from 'fastify-plugin';
 import { CamelCasePlugin, Kysely, PostgresDialect, type PostgresPool, sql } from 'kysely';
 import pg from 'pg';
 import { LAST_TIME } from '../calendar.ts';
-import type { Database } from '../database.ts';
+import type { Database, PostgresState } from '../database.ts';
 import { type SchemaState, schemaState, warnIfSchemaBehind } from '../migration-state.ts';
 
 declare module 'fastify' {
@@ -14,15 +14,16 @@ declare module 'fastify' {
     db: Kysely<Database>;
     /** Whether Postgres has every migration of this code. */
     schemaState: SchemaState;
-    /** Whether Postgres answers, on a connection of its own: a busy pool is no outage. */
-    postgresAnswers: () => Promise<void>;
+    /** Whether Postgres answers, on a connection of its own (a busy pool is no outage), and takes writes. */
+    postgresAnswers: () => Promise<PostgresState>;
   }
 }
 
 // SQLSTATE classes and codes that say "not now": connection exceptions, a statement cancelled (its
-// timeout, or an operator), the server shutting down, too many connections. Everything else the
-// server answers is about the query.
-const UNAVAILABLE_STATES = /^(08|57014$|57P0[123]$|53300$)/;
+// timeout, or an operator), the server shutting down, too many connections, a write to a read-only
+// server (a standby, before its promotion or after a failover left the gateway on it). Everything
+// else the server answers is about the query.
+const UNAVAILABLE_STATES = /^(08|57014$|57P0[123]$|53300$|25006$)/;
 // A table or column that is not there (undefined_table, undefined_column): also "not now" while the
 // schema is not yet known to have every migration of this code (a gateway started before them).
 const SCHEMA_STATES = /^(42P01|42703)$/;
@@ -272,8 +273,10 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
   };
 }
 
+const PROBE = `select pg_is_in_recovery() or current_setting('transaction_read_only')::boolean as "readOnly"`;
+
 /**
- * Whether Postgres answers `select 1`, asked on a connection of the probe's own (made at the first
+ * Whether Postgres answers, and takes writes, asked on a connection of the probe's own (made at the first
  * question, at start, and again after a failure), one question at a time. Readiness asks it, not
  * the pool: a loaded gateway has no connection free, and taking it out of service would move its
  * load onto the others. The pool asks it too when every connection stayed in use, since a Postgres
@@ -282,7 +285,7 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
-  let asking: Promise<void> | undefined;
+  let asking: Promise<PostgresState> | undefined;
   let askedAt = Number.NEGATIVE_INFINITY;
   let failuresInARow = 0;
   let closed = false;
@@ -298,15 +301,16 @@ function ownConnectionProbe(options: pg.ClientConfig) {
     const ended = which?.then((client) => client.end()).catch(() => {});
     return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   }
-  async function ask(): Promise<void> {
+  async function ask(): Promise<PostgresState> {
     askedAt = performance.now();
     let current: Promise<pg.Client> | undefined;
     try {
       if (closed) throw new Error('closed');
       connected ??= connect();
       current = connected;
-      await (await current).query('select 1');
+      const { rows } = await (await current).query<PostgresState>(PROBE);
       failuresInARow = 0;
+      return { readOnly: rows[0]?.readOnly === true };
     } catch (error) {
       failuresInARow++;
       if (current) void drop(current);
@@ -316,7 +320,7 @@ function ownConnectionProbe(options: pg.ClientConfig) {
     }
   }
   /** Asks, or waits for the answer to the question already asked. */
-  function check(): Promise<void> {
+  function check(): Promise<PostgresState> {
     asking ??= ask();
     return asking;
   }
