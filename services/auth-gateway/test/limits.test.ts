@@ -142,6 +142,21 @@ describe('send limits (defaults)', () => {
     expect((await verify(gateway.app, 'lost-answer@example.com', body(next).data.code)).statusCode).toBe(200);
   });
 
+  it('keeps the cooldown of a code sent while the one before it signs in', async () => {
+    const email = 'crossing@example.com';
+    const { code } = body(await send(gateway.app, email)).data;
+    await later(60);
+    // The sign-in with the first code and the send of the next, at once: here the second is counted,
+    // then the first signs in, then the second's code is stored (stored before, it would have
+    // replaced the first, which would then be a wrong code).
+    const [signedIn, sent] = await Promise.all([verify(gateway.app, email, code), send(gateway.app, email)]);
+    expect(sent.statusCode).toBe(200);
+    expect([200, 400]).toContain(signedIn.statusCode);
+    const third = await send(gateway.app, email);
+    expect(third.headers['tessera-error-code']).toBe('SEND_COOLDOWN');
+    expect(expectTooMany(third)).toBeGreaterThan(55);
+  });
+
   it('allows 5 codes per email per rolling hour', async () => {
     const start = await redisNow(gateway);
     for (let i = 0; i < 5; i++) {

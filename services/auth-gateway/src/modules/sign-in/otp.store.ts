@@ -51,7 +51,9 @@ declare module 'ioredis' {
 // whatever matches, so its time tells nothing. An accepted code lifts the email's resend cooldown: a
 // client whose answer was lost may ask for another code at once. (Nothing tells it that the code had
 // signed in: any answer that did would let guesses find which code signed in, and so that the address
-// did.)
+// did.) It lifts the cooldown of its own send only, counted before the code was stored (`issued`), not
+// that of a send counted since, whose code is being stored as this one signs in; a code stored by an
+// earlier version tells no time and lifts the whole cooldown.
 const VERIFY_OTP = `${SLIDING_WINDOW_LUA}
 local code_key, failures_key, refused_key, cooldown_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local given, max, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -71,8 +73,10 @@ for i = 1, math.min(#stored, #given) do
 end
 if diff == 0 then
   local expires_at = now + redis.call('PTTL', code_key)
+  local issued = redis.call('HGET', code_key, 'issued')
   redis.call('DEL', code_key)
-  redis.call('DEL', cooldown_key)
+  if issued then redis.call('ZREMRANGEBYSCORE', cooldown_key, '-inf', issued)
+  else redis.call('DEL', cooldown_key) end
   return {'ok', attempts, expires_at}
 end
 attempts = redis.call('HINCRBY', code_key, 'attempts', 1)
@@ -80,11 +84,12 @@ record(failures_key, now, window, member)
 return {'wrong', max - attempts, wait_ms(failures_key, now, window, limit)}
 `;
 
-// A new code replaces the email's previous one, its attempts from zero, with its own expiry: one
-// command rather than a transaction of four.
-const STORE_OTP = `
+// A new code replaces the email's previous one, its attempts from zero, with its own expiry and the
+// time it was stored (ms, by the Redis server's clock, as the cooldown counts): one command rather than
+// a transaction of four.
+const STORE_OTP = `${SLIDING_WINDOW_LUA}
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', 0)
+redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', 0, 'issued', string.format('%.0f', now_ms()))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 `;
 
