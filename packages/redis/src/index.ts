@@ -63,6 +63,17 @@ class ClassifyingCluster extends Cluster {
 }
 
 /** A client of one Redis server or of a Redis Cluster: the same commands, routed by key on a cluster. */
+/**
+ * A Lua function for scripts that time what they write by the Redis server's clock, which every
+ * process sharing the server reads alike: `now_ms()`, milliseconds since the epoch.
+ */
+export const REDIS_NOW_LUA = `
+local function now_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+`;
+
 export type RedisClient = Redis | Cluster;
 
 /**

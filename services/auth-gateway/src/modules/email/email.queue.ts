@@ -7,7 +7,7 @@ import {
   type EmailJobs,
   newestKeyOf,
 } from '@tessera/contracts';
-import type { RedisClient } from '@tessera/redis';
+import { REDIS_NOW_LUA, type RedisClient } from '@tessera/redis';
 import type { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Result } from 'ioredis';
@@ -27,9 +27,8 @@ declare module 'ioredis' {
  * server's clock, as the hash's expiry is. A record of an earlier version (`1`) tells no expiry and
  * stays as long as the hash.
  */
-const RECORD_NEWEST = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+const RECORD_NEWEST = `${REDIS_NOW_LUA}
+local now = now_ms()
 local lifetime = tonumber(ARGV[2])
 local records = redis.call('HGETALL', KEYS[1])
 for i = 1, #records, 2 do

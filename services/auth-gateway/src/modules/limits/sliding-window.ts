@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RedisClient } from '@tessera/redis';
+import { REDIS_NOW_LUA, type RedisClient } from '@tessera/redis';
 import type { Result } from 'ioredis';
 
 /**
@@ -8,12 +8,7 @@ import type { Result } from 'ioredis';
  * any rolling window" holds exactly, across every gateway process sharing the Redis. Other scripts
  * embed these functions to check and count in the same atomic step.
  */
-export const SLIDING_WINDOW_LUA = `
-local function now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
+export const SLIDING_WINDOW_LUA = `${REDIS_NOW_LUA}
 -- Milliseconds until the log at key holds fewer than limit events of the last window ms (0: now).
 local function wait_ms(key, now, window, limit)
   if window <= 0 then return 0 end

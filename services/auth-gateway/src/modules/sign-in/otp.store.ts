@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { normalizeIP } from '@fastify/rate-limit';
-import type { RedisClient } from '@tessera/redis';
+import { REDIS_NOW_LUA, type RedisClient } from '@tessera/redis';
 import type { Result } from 'ioredis';
 import {
   createSlidingWindows,
@@ -87,7 +87,7 @@ return {'wrong', max - attempts, wait_ms(failures_key, now, window, limit)}
 // A new code replaces the email's previous one, its attempts from zero, with its own expiry and the
 // time it was stored (ms, by the Redis server's clock, as the cooldown counts): one command rather than
 // a transaction of four.
-const STORE_OTP = `${SLIDING_WINDOW_LUA}
+const STORE_OTP = `${REDIS_NOW_LUA}
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'attempts', 0, 'issued', string.format('%.0f', now_ms()))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -129,7 +129,7 @@ export interface Recipient {
 // was last told (ms, by the Redis server's clock). With ARGV[3] = 1, records this one's and forgets
 // those older than the window; else reads only. Answers how many were told within the window, and
 // whether this one was (1 or 0).
-const OTP_SECRETS_TOLD = `${SLIDING_WINDOW_LUA}
+const OTP_SECRETS_TOLD = `${REDIS_NOW_LUA}
 local now, window, tell = now_ms(), tonumber(ARGV[2]), ARGV[3] == '1'
 if tell then redis.call('HSET', KEYS[1], ARGV[1], now) end
 local told, seen, ours = redis.call('HGETALL', KEYS[1]), 0, 0
