@@ -992,6 +992,7 @@ describe('finalization', () => {
 
 describe('emails', () => {
   const clock = manualClock(new Date(START));
+  const ACCOUNT_PAGE = 'https://auth.tessera.test/account/';
   let shared: Deployment;
   let sink: SmtpSink;
   let transport: MailTransport;
@@ -1008,6 +1009,7 @@ describe('emails', () => {
       BULLMQ_PREFIX: shared.redis.bullmqPrefix,
       SMTP_URL: sink.url,
       MAIL_FROM: 'Tessera <no-reply@tessera.test>',
+      MAIL_ACCOUNT_URL: ACCOUNT_PAGE,
     });
     transport = createTransport(config);
     // The mailer reads the same clock as the gateway, so no email is outdated by the time it is sent.
@@ -1025,7 +1027,7 @@ describe('emails', () => {
   /** Every number in a mail: only those of its date may be there, never a code. */
   const numbersIn = (mail: ReceivedMail) => numbersOf(`${mail.subject} ${mail.text}`);
 
-  it('tells the date of the deletion, and how to keep the account, by a real mailer over SMTP', async () => {
+  it('tells the date of the deletion, and how and where to keep the account, by a real mailer over SMTP', async () => {
     const hana = await signIn(app, 'hana@example.com');
     const response = await requestDeletion(app, hana.accessToken);
     expect(response.statusCode).toBe(200);
@@ -1038,9 +1040,10 @@ describe('emails', () => {
     // Half an hour's grace: no whole day is ahead in every time zone, so no day is named (the mailer's
     // own tests show the day it names for a longer grace).
     expect(mail.text).toContain(
-      'Sign in and cancel the deletion before then, and your account stays as it is.',
+      `Sign in at ${ACCOUNT_PAGE} and cancel the deletion before then, and your account stays as it is.`,
     );
     expect(mail.html).toContain(date);
+    expect(mail.html).toContain(`<a href="${ACCOUNT_PAGE}"`);
     expect(numbersIn(mail)).toEqual(numbersOf(date));
     for (const secret of [hana.accessToken, hana.refreshToken]) {
       expect(mail.text).not.toContain(secret);
@@ -1061,6 +1064,7 @@ describe('emails', () => {
       `Your Tessera account will not be deleted: its deletion was cancelled on ${date}.`,
     );
     expect(mail.text).toContain('Your account stays as it is');
+    expect(mail.text).toContain(`If you did not cancel it, sign in at ${ACCOUNT_PAGE} and sign out`);
     expect(numbersIn(mail)).toEqual(numbersOf(date));
     expect(mail.text).not.toContain(ivan.refreshToken);
   });

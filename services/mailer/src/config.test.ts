@@ -164,6 +164,37 @@ describe('loadConfig', () => {
       expect(loadConfig({ MAIL_FROM: from }).smtp.from).toBe(from);
   });
 
+  it('takes the account page of MAIL_ACCOUNT_URL as a URL writes it, and refuses one an email must not link to', () => {
+    expect(loadConfig({}).accountUrl).toBeUndefined();
+    expect(loadConfig({ MAIL_ACCOUNT_URL: 'https://auth.example.com' }).accountUrl).toBe(
+      'https://auth.example.com/',
+    );
+    expect(loadConfig({ MAIL_ACCOUNT_URL: 'http://localhost:3000/account/' }).accountUrl).toBe(
+      'http://localhost:3000/account/',
+    );
+    expect(startupError({ MAIL_ACCOUNT_URL: 'auth.example.com/account/' })).toMatch(
+      /^Invalid configuration: MAIL_ACCOUNT_URL /,
+    );
+    expect(startupError({ MAIL_ACCOUNT_URL: 'https://' })).toBe(
+      'Invalid configuration: MAIL_ACCOUNT_URL must be an address such as `https://auth.example.com/account/`',
+    );
+    expect(startupError({ MAIL_ACCOUNT_URL: 'https://ops:hunter2@auth.example.com/account/' })).toBe(
+      'Invalid configuration: MAIL_ACCOUNT_URL must not hold a user name or password',
+    );
+    const production = {
+      APP_ENV: 'production',
+      SMTP_URL: 'smtps://smtp.example.com:465',
+      MAIL_FROM: 'Acme <no-reply@acme.example>',
+      MAIL_JOB_KEY: `k1:${'A'.repeat(43)}=`,
+    };
+    expect(startupError({ ...production, MAIL_ACCOUNT_URL: 'http://auth.acme.example/account/' })).toBe(
+      'Invalid configuration: MAIL_ACCOUNT_URL must be `https://` in production',
+    );
+    expect(
+      loadConfig({ ...production, MAIL_ACCOUNT_URL: 'https://auth.acme.example/account/' }).accountUrl,
+    ).toBe('https://auth.acme.example/account/');
+  });
+
   it('names an operations knob out of range', () => {
     expect(startupError({ MAILER_RATE_LIMIT: '-1' })).toMatch(/^Invalid configuration: MAILER_RATE_LIMIT /);
     expect(startupError({ SHUTDOWN_TIMEOUT: '0' })).toMatch(/^Invalid configuration: SHUTDOWN_TIMEOUT /);

@@ -116,6 +116,16 @@ export const MailerConfigSchema = Type.Object({
       }),
     ),
   }),
+  accountUrl: Type.Optional(
+    variable(
+      'MAIL_ACCOUNT_URL',
+      Type.String({
+        pattern: '^https?://',
+        description:
+          "Where a user keeps their account: your app's account page, or Tessera's account console (`https://auth.example.com/account/`). The deletion notices link to it, to cancel the deletion and sign out devices; without it they say to sign in and name no place. `https://` in production.",
+      }),
+    ),
+  ),
   ops: Type.Object({
     port: variable(
       'MAILER_METRICS_PORT',
@@ -163,6 +173,25 @@ function senderProblem(from: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The account page's address, linked in emails, as a URL writes it (a space encoded, a bare host given
+ * its `/`). Refused: not a URL, a user name or password in it (an email is no place for them), or plain
+ * `http://` in production (a page where a user signs in).
+ */
+function accountPage(text: string | undefined, production: boolean): string | undefined {
+  if (text === undefined) return undefined;
+  const url = URL.parse(text);
+  const problem = !url?.hostname
+    ? 'must be an address such as `https://auth.example.com/account/`'
+    : url.username || url.password
+      ? 'must not hold a user name or password'
+      : production && url.protocol !== 'https:'
+        ? 'must be `https://` in production'
+        : undefined;
+  if (problem) throw new ConfigError(`Invalid configuration: MAIL_ACCOUNT_URL ${problem}`);
+  return url?.href;
+}
+
 /** Reads, validates and freezes the mailer configuration; throws one line naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
   const { mailJobKey, ...config } = readConfig(MailerConfigSchema, env);
@@ -189,9 +218,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
     throw new ConfigError(
       'Invalid configuration: MAIL_FROM must not be at localhost or a .localhost domain in production (receivers refuse it): use your domain',
     );
+  const accountUrl = accountPage(config.accountUrl, production);
   checkQueueSettings(config.queue);
   return Object.freeze({
     ...config,
+    accountUrl,
     mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey, production)),
   });
 }

@@ -59,6 +59,27 @@ describe('composeDeletionScheduledEmail', () => {
     expect(at('2026-12-20T10:00:00.000Z')).toContain('cancel the deletion before then');
   });
 
+  it('says where to sign in when MAIL_ACCOUNT_URL gives the account page, a link in the HTML', () => {
+    const page = 'https://auth.acme.example/account/?from=email&lang=en';
+    const linked = composeDeletionScheduledEmail(
+      { to: 'alice@example.com', scheduledFor: SCHEDULED_FOR },
+      now,
+      'Acme',
+      page,
+    );
+    expect(linked.text).toContain(
+      `Changed your mind? Sign in at ${page} and cancel the deletion by 20 December 2026 wherever you are, and your account stays as it is.`,
+    );
+    const href = 'https://auth.acme.example/account/?from=email&amp;lang=en';
+    expect(linked.html).toContain(
+      `Changed your mind? Sign in at <a href="${href}" style="color:#0b57d0">${href}</a> and cancel the deletion`,
+    );
+    expect(linked.html.match(/<a /g)).toHaveLength(1);
+    // Without it, the email names no place, and links nowhere.
+    expect(email.text).not.toContain('http');
+    expect(email.html).not.toContain('<a ');
+  });
+
   it('holds no other number than those of the dates (no code, no token)', () => {
     const html = email.html.replace(/<head>.*<\/head>/, '').replaceAll(/style="[^"]*"/g, '');
     for (const body of [email.text, html])
@@ -81,6 +102,24 @@ describe('composeDeletionCancelledEmail', () => {
     expect(email.html).toContain('Your Smith &amp; Sons account will not be deleted');
     expect(email.text).toContain('Your account stays as it is');
     expect(email.html).toContain('cancelled on 30 November 2026 at 18:30 UTC.');
+    expect(email.text).toContain(
+      'If you did not cancel it, sign in and sign out the devices you do not recognise.',
+    );
+  });
+
+  it('says where to sign in when MAIL_ACCOUNT_URL gives the account page', () => {
+    const page = 'https://auth.acme.example/account/';
+    const email = composeDeletionCancelledEmail(
+      { to: 'alice@example.com', cancelledAt: '2026-11-30T18:30:00.000Z' },
+      'Acme',
+      page,
+    );
+    expect(email.text).toContain(
+      `If you did not cancel it, sign in at ${page} and sign out the devices you do not recognise.`,
+    );
+    expect(email.html).toContain(
+      `sign in at <a href="${page}" style="color:#0b57d0">${page}</a> and sign out`,
+    );
   });
 });
 

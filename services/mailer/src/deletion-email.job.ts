@@ -4,27 +4,36 @@ import { deliver, type EmailResult, type SendContext } from './deliver.ts';
 import type { Email } from './mime.ts';
 import type { MailTransport } from './transport.ts';
 
-const html = (title: string, paragraphs: string[]) =>
-  htmlEmail(title, paragraphs.map((text) => `<p>${escapeHtml(text)}</p>`).join('\n'));
+/** Its paragraphs, the account page's address in them a link. */
+const html = (title: string, paragraphs: string[], accountUrl: string | undefined) => {
+  const link = accountUrl && escapeHtml(accountUrl);
+  const linked = (text: string) =>
+    link ? text.replaceAll(link, `<a href="${link}" style="color:#0b57d0">${link}</a>`) : text;
+  return htmlEmail(title, paragraphs.map((text) => `<p>${linked(escapeHtml(text))}</p>`).join('\n'));
+};
+
+/** Where to sign in, when MAIL_ACCOUNT_URL says. */
+const at = (accountUrl: string | undefined) => (accountUrl ? ` at ${accountUrl}` : '');
 
 /** The deletion is scheduled: when it happens, and that signing in and cancelling keeps the account. */
 export function composeDeletionScheduledEmail(
   { to, scheduledFor }: DeletionScheduledJobData,
   now: Date,
   product: string,
+  accountUrl?: string,
 ): Email {
   const date = formatDate(scheduledFor);
   const paragraphs = [
     `Your ${product} account is scheduled for deletion on ${date}.`,
     'On that date your account and everything in it are deleted for good, and every device is signed out. This cannot be undone.',
-    `Changed your mind? Sign in and cancel the deletion ${inTime(scheduledFor, now)}, and your account stays as it is.`,
+    `Changed your mind? Sign in${at(accountUrl)} and cancel the deletion ${inTime(scheduledFor, now)}, and your account stays as it is.`,
     'If you did not ask for this, sign in now, cancel the deletion and sign out the devices you do not recognise.',
   ];
   return {
     to,
     subject: `Your ${product} account will be deleted on ${date}`,
     text: `${paragraphs.join('\n\n')}\n`,
-    html: html(`Your ${product} account will be deleted`, paragraphs),
+    html: html(`Your ${product} account will be deleted`, paragraphs, accountUrl),
   };
 }
 
@@ -49,17 +58,18 @@ const HOUR = 3600_000;
 export function composeDeletionCancelledEmail(
   { to, cancelledAt }: DeletionCancelledJobData,
   product: string,
+  accountUrl?: string,
 ): Email {
   const paragraphs = [
     `Your ${product} account will not be deleted: its deletion was cancelled on ${formatDate(cancelledAt)}.`,
     'Your account stays as it is; there is nothing else to do.',
-    'If you did not cancel it, sign in and sign out the devices you do not recognise.',
+    `If you did not cancel it, sign in${at(accountUrl)} and sign out the devices you do not recognise.`,
   ];
   return {
     to,
     subject: `Your ${product} account will not be deleted`,
     text: `${paragraphs.join('\n\n')}\n`,
-    html: html(`Your ${product} account will not be deleted`, paragraphs),
+    html: html(`Your ${product} account will not be deleted`, paragraphs, accountUrl),
   };
 }
 
@@ -67,10 +77,11 @@ export function composeDeletionCancelledEmail(
 export async function sendDeletionScheduled(
   data: DeletionScheduledJobData,
   transport: MailTransport,
-  { messageKey, now, product }: SendContext,
+  { messageKey, now, product, accountUrl }: SendContext,
 ): Promise<EmailResult> {
   if (Date.parse(data.scheduledFor) <= now.getTime()) return { skipped: 'expired' };
-  await deliver(transport, { ...composeDeletionScheduledEmail(data, now, product), id: messageKey });
+  const email = composeDeletionScheduledEmail(data, now, product, accountUrl);
+  await deliver(transport, { ...email, id: messageKey });
   return { sent: true };
 }
 
@@ -78,8 +89,8 @@ export async function sendDeletionScheduled(
 export async function sendDeletionCancelled(
   data: DeletionCancelledJobData,
   transport: MailTransport,
-  { messageKey, product }: SendContext,
+  { messageKey, product, accountUrl }: SendContext,
 ): Promise<EmailResult> {
-  await deliver(transport, { ...composeDeletionCancelledEmail(data, product), id: messageKey });
+  await deliver(transport, { ...composeDeletionCancelledEmail(data, product, accountUrl), id: messageKey });
   return { sent: true };
 }

@@ -20,6 +20,8 @@ export interface SendContext {
   keys: MailJobKeys;
   /** Whom the emails speak for (`senderName` of MAIL_FROM). */
   product: string;
+  /** Where a user keeps their account (MAIL_ACCOUNT_URL), linked in the account notices. */
+  accountUrl?: string | undefined;
 }
 
 // The SMTP commands whose refusal is about this message: its recipient, or its content.

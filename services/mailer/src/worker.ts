@@ -217,6 +217,7 @@ export function createMailWorker({
           now: now(),
           keys: config.mailJobKeys,
           product,
+          accountUrl: config.accountUrl,
         });
       } catch (error) {
         // BullMQ would retry after this delay: past the deadline, the email is no longer worth it.

@@ -16,6 +16,7 @@ beforeAll(async () => {
 afterAll(() => browser?.close());
 
 const now = new Date('2026-11-22T09:05:00.000Z');
+const ACCOUNT_PAGE = 'https://auth.acme.example/account/';
 const EMAILS = {
   code: composeOtpEmail(
     { to: 'ada@example.com', code: '4826', expiresAt: '2026-11-22T09:10:00.000Z' },
@@ -26,14 +27,16 @@ const EMAILS = {
     { to: 'ada@example.com', scheduledFor: '2026-12-22T09:05:00.000Z' },
     now,
     'Acme',
+    ACCOUNT_PAGE,
   ),
   'deletion cancelled': composeDeletionCancelledEmail(
     { to: 'ada@example.com', cancelledAt: '2026-11-22T09:05:00.000Z' },
     'Acme',
+    ACCOUNT_PAGE,
   ),
 };
 
-/** Each paragraph's text, its colour, and the colour set under it (none: the client's canvas). */
+/** Each paragraph's and link's text, its colour, and the colour set under it (none: the client's canvas). */
 type Painted = { text: string; color: string; background: string | null };
 
 const luminance = (rgb: string) => {
@@ -56,7 +59,7 @@ for (const colorScheme of ['light', 'dark'] as const)
       try {
         await page.setContent(email.html);
         // In the page (a string: this package's types know no DOM).
-        const painted = (await page.evaluate(`[...document.querySelectorAll('p')].map((paragraph) => {
+        const painted = (await page.evaluate(`[...document.querySelectorAll('p, a')].map((paragraph) => {
           let background = null;
           for (let node = paragraph; node && !background; node = node.parentElement) {
             const color = getComputedStyle(node).backgroundColor;
