@@ -1,8 +1,17 @@
-import { createClient, localStorageStorage, type TesseraClient } from '@tessera/client';
+import {
+  createClient,
+  hasLocalStorage,
+  localStorageStorage,
+  memoryStorage,
+  type TesseraClient,
+} from '@tessera/client';
 
 export type Tessera = TesseraClient;
 
-/** Where the tokens live in localStorage, shared by every tab of the origin. */
+/**
+ * Where the tokens live in localStorage, shared by every tab of the origin. A browser that blocks
+ * storage (every cookie blocked) keeps them in the page instead: signed in until it is closed.
+ */
 const TOKENS_KEY = 'tessera.console.tokens';
 
 /**
@@ -13,7 +22,7 @@ const TOKENS_KEY = 'tessera.console.tokens';
 export function connect(onSignedIn: (signedIn: boolean) => void): Tessera {
   return createClient({
     baseUrl: import.meta.env.VITE_TESSERA_URL ?? window.location.origin,
-    storage: localStorageStorage(TOKENS_KEY),
+    storage: hasLocalStorage() ? localStorageStorage(TOKENS_KEY) : memoryStorage(),
     onSessionChange: (tokens) => onSignedIn(tokens !== null),
   });
 }

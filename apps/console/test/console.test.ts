@@ -551,6 +551,36 @@ describe('sign-in', () => {
     await expectNoSidewaysScroll(page);
   });
 
+  it('signs in a person whose browser blocks all cookies and site data, until the page is closed', async () => {
+    // A profile of its own whose setting blocks every cookie, and with them localStorage.
+    const profile = await mkdtemp(path.join(tmpdir(), 'tessera-console-profile-'));
+    await mkdir(path.join(profile, 'Default'));
+    const blocked = { profile: { default_content_setting_values: { cookies: 2 } } };
+    await writeFile(path.join(profile, 'Default', 'Preferences'), JSON.stringify(blocked));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+      baseURL,
+      viewport: { width: 900, height: 720 },
+    });
+    context.setDefaultTimeout(8_000);
+    try {
+      const page = await openConsole(context);
+      expect(await page.evaluate(() => localStorage.length).catch((error: Error) => error.message)).toMatch(
+        /Access is denied/,
+      );
+      const email = newEmail('nocookies');
+      await signInThroughPage(page, email, 0);
+      await page.getByRole('heading', { level: 1, name: 'Complete your registration' }).waitFor();
+      // Nothing kept: a reload asks to sign in again.
+      await page.reload();
+      await page.getByRole('textbox', { name: 'Email' }).waitFor();
+    } finally {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    }
+  });
+
   it('asks for an email address before sending anything, again on every try', async () => {
     const page = await openConsole(await newContext());
     await page.getByRole('textbox', { name: 'Email' }).fill('not-an-address');

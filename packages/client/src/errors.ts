@@ -10,10 +10,11 @@ export interface TesseraErrorInit {
 /**
  * Every failure of the client. `status` is the HTTP status (0 when no response arrived), `messages`
  * the envelope's `errors` (the canonical message first, then details), `code` the gateway's stable
- * code of the error (`Tessera-Error-Code`: `OTP_INVALID`, `SESSION_ENDED`, …; undefined when the gateway
- * did not answer), `retryAfter` the seconds of `Retry-After` when the server sent one, and
- * `isNetworkError` is true when the request never got an envelope back: fetch rejected, or the body
- * was not an envelope (a proxy's error page, say). Branch on `code`, not on the words of `messages`.
+ * code of the error (`Tessera-Error-Code`: `OTP_INVALID`, `SESSION_ENDED`, …), the client's own
+ * `STORAGE_FAILED` when the token storage failed, else undefined (the gateway did not answer),
+ * `retryAfter` the seconds of `Retry-After` when the server sent one, and `isNetworkError` is true
+ * when the request never got an envelope back: fetch rejected, or the body was not an envelope (a
+ * proxy's error page, say). Branch on `code`, not on the words of `messages`.
  */
 export class TesseraError extends Error {
   override readonly name = 'TesseraError';
@@ -48,7 +49,7 @@ export const notSignedIn = () => new TesseraError({ status: 401, messages: ['Aut
  * corrupt token file does), which must not reach the logs that print this error's message.
  */
 export const storageFailed = (cause: unknown) =>
-  new TesseraError({ status: 0, messages: ['The token storage failed'], cause });
+  new TesseraError({ status: 0, messages: ['The token storage failed'], code: 'STORAGE_FAILED', cause });
 
 /** `Retry-After` in seconds: delta-seconds as sent, an HTTP date as the seconds left until it; else undefined. */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {

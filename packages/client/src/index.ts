@@ -3,6 +3,7 @@ export { TesseraError } from './errors.ts';
 export { hasNextPage, type PageInfo, walkPages } from './pagination.ts';
 export type { Fetch, FetchResponse } from './request.ts';
 export {
+  hasLocalStorage,
   localStorageStorage,
   memoryStorage,
   parseTokenSet,

@@ -1,7 +1,8 @@
 import { afterEach, expect, it, vi } from 'vitest';
+import { createClient } from './client.ts';
 import { TesseraError } from './errors.ts';
 import { parseTokenSet } from './index.ts';
-import { guarded, localStorageStorage, type TokenSet } from './storage.ts';
+import { guarded, hasLocalStorage, localStorageStorage, type TokenSet } from './storage.ts';
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -59,6 +60,7 @@ it('a storage that throws or rejects fails the client with a TesseraError that k
       status: 0,
       isNetworkError: false,
       messages: ['The token storage failed'],
+      code: 'STORAGE_FAILED',
       cause: quota,
     });
   }
@@ -121,4 +123,51 @@ it('localStorageStorage holds nothing outside a page: Node with Web Storage has 
   expect(() => storage.set({ ...TOKENS, refreshToken: 'another-user' })).toThrow(/no localStorage/);
   await storage.clear();
   expect(items.get('tessera.tokens')).toBe(JSON.stringify(TOKENS));
+});
+
+it('localStorageStorage holds nothing in a page whose browser blocks storage, and hasLocalStorage says so', async () => {
+  // Chromium with every cookie blocked, or a sandboxed frame: reading `localStorage` itself throws.
+  vi.stubGlobal('window', { addEventListener() {}, removeEventListener() {} });
+  Object.defineProperty(globalThis, 'localStorage', {
+    configurable: true,
+    get() {
+      throw new DOMException(
+        "Failed to read the 'localStorage' property from 'Window': Access is denied",
+        'SecurityError',
+      );
+    },
+  });
+  try {
+    const storage = localStorageStorage();
+    expect(await storage.get()).toBeNull();
+    expect(() => storage.set(TOKENS)).toThrow(/no localStorage/);
+    await storage.clear();
+    expect(hasLocalStorage()).toBe(false);
+    // An app that asks first is told "not signed in", not a failure.
+    const fetch = vi.fn();
+    const client = createClient({ baseUrl: 'https://auth.example.com', storage, fetch });
+    expect(await client.isSignedIn()).toBe(false);
+    expect(await client.accessToken()).toBeNull();
+    expect(fetch).not.toHaveBeenCalled();
+    client.close();
+  } finally {
+    Reflect.deleteProperty(globalThis, 'localStorage');
+  }
+});
+
+it('hasLocalStorage is true in a page whose localStorage takes a write, false where it refuses one', () => {
+  const items = new Map<string, string>();
+  const area = {
+    getItem: (key: string) => items.get(key) ?? null,
+    setItem: (key: string, value: string) => items.set(key, value),
+    removeItem: (key: string) => items.delete(key),
+  };
+  vi.stubGlobal('window', {});
+  vi.stubGlobal('localStorage', area);
+  expect(hasLocalStorage()).toBe(true);
+  expect(items.size).toBe(0);
+  area.setItem = () => {
+    throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+  };
+  expect(hasLocalStorage()).toBe(false);
 });

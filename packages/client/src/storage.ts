@@ -96,17 +96,46 @@ interface StorageEvents {
 }
 
 /**
- * Tokens in the browser's `localStorage` under `key`: kept across reloads and shared by every tab of
- * the origin. Where there is no localStorage (server-side rendering, a worker) it holds nothing and
- * refuses to store. Any script on the origin can read localStorage, so pair it with a strict CSP.
+ * A page's localStorage: none outside a page, and none where the browser blocks it (every cookie
+ * blocked, a sandboxed frame), which it says by throwing at `localStorage` itself.
  */
-export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
-  // Only a page's: Node's Web Storage (`--localstorage-file`, on by default from Node 25) is one
-  // file for the whole process, which would give every request of a server one user's tokens.
-  const area = () => {
+function pageLocalStorage(): WebStorage | undefined {
+  try {
+    // Only a page's: Node's Web Storage (`--localstorage-file`, on by default from Node 25) is one
+    // file for the whole process, which would give every request of a server one user's tokens.
     const { window, localStorage } = globalThis as { window?: unknown; localStorage?: WebStorage };
     return window === undefined ? undefined : localStorage;
-  };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether this page can keep tokens in localStorage (`localStorageStorage`): false outside a page, and
+ * where the browser blocks or refuses storage. `hasLocalStorage() ? localStorageStorage() :
+ * memoryStorage()` keeps a person signed in until the page is closed where it cannot.
+ */
+export function hasLocalStorage(): boolean {
+  const storage = pageLocalStorage();
+  if (!storage) return false;
+  try {
+    const probe = 'tessera.probe';
+    storage.setItem(probe, '1');
+    storage.removeItem(probe);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Tokens in the browser's `localStorage` under `key`: kept across reloads and shared by every tab of
+ * the origin. Where there is no localStorage (server-side rendering, a worker, a page whose browser
+ * blocks it) it holds nothing and refuses to store. Any script on the origin can read localStorage,
+ * so pair it with a strict CSP.
+ */
+export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
+  const area = pageLocalStorage;
   const read = () => {
     const text = area()?.getItem(key);
     return text ? parseTokenSet(text) : null;

@@ -347,7 +347,7 @@ describe('@tessera/client against the gateway', () => {
 
     const refused = await failure(signIn(tessera, email));
 
-    expect(refused).toMatchObject({ status: 0, isNetworkError: false });
+    expect(refused).toMatchObject({ status: 0, isNetworkError: false, code: 'STORAGE_FAILED' });
     expect(refused.messages).toEqual(['The token storage failed']);
     expect(refused.cause).toMatchObject({ message: 'localStorageStorage: there is no localStorage here' });
     expect(await tessera.isSignedIn()).toBe(false);
