@@ -40,12 +40,15 @@ export interface SmtpSinkOptions {
    * client to accept it), as most mail servers do. `false`: a server that offers none.
    */
   starttls?: boolean;
+  /** Connections it takes at once; one more is answered `421 Too many connected clients`. */
+  maxClients?: number;
 }
 
 /** A real SMTP server on a free loopback port that keeps what it receives, parsed. */
 export async function startSmtpSink({
   delayMs = 0,
   starttls = true,
+  maxClients = Number.POSITIVE_INFINITY,
 }: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
@@ -60,6 +63,7 @@ export async function startSmtpSink({
 
   const server = new SMTPServer({
     authOptional: true,
+    maxClients,
     disabledCommands: starttls ? [] : ['STARTTLS'],
     logger: false,
     // Closing hangs up on connections a client keeps open (a mailer's pool), like a server going away.

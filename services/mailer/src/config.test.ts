@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { ConfigError, configTable, misspelledVariables, readmeSection } from '@tessera/config';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, loadQueueConfig, MailerConfigSchema } from './config.ts';
+import { loadConfig, loadQueueConfig, MailerConfigSchema, smtpCertificateUnchecked } from './config.ts';
 
 /** The one-line message an operator sees when the mailer refuses to start. */
 function startupError(env: NodeJS.ProcessEnv): string {
@@ -115,6 +115,27 @@ describe('loadConfig', () => {
     expect(
       loadConfig({ SMTP_URL: 'smtp://smtp.example.com:587/?logger=false&socketTimeout=60000' }).smtp.url,
     ).toBe('smtp://smtp.example.com:587/?logger=false&socketTimeout=60000');
+  });
+
+  it("refuses SMTP_URL's pool settings, which nodemailer would take over SMTP_MAX_CONNECTIONS and SMTP_MAX_MESSAGES unseen", () => {
+    expect(startupError({ SMTP_URL: 'smtp://smtp.example.com:587/?maxConnections=50' })).toBe(
+      'Invalid configuration: SMTP_URL must not set ?maxConnections: set SMTP_MAX_CONNECTIONS instead',
+    );
+    expect(
+      startupError({ SMTP_URL: 'smtp://smtp.example.com:587/?name=mail.example.com&maxMessages=1' }),
+    ).toBe('Invalid configuration: SMTP_URL must not set ?maxMessages: set SMTP_MAX_MESSAGES instead');
+    expect(startupError({ SMTP_URL: 'smtp://smtp.example.com:587/?pool=false' })).toBe(
+      'Invalid configuration: SMTP_URL must not set ?pool: set SMTP_MAX_CONNECTIONS instead',
+    );
+  });
+
+  it("tells an SMTP_URL that turns off the server's certificate check, as nodemailer reads it", () => {
+    const unchecked = (url: string) => smtpCertificateUnchecked(loadConfig({ SMTP_URL: url }));
+    expect(unchecked('smtps://smtp.example.com:465')).toBe(false);
+    expect(unchecked('smtp://smtp.example.com:587/?tls.rejectUnauthorized=true')).toBe(false);
+    expect(unchecked('smtp://smtp.example.com:587/?tls.servername=mail.example.com')).toBe(false);
+    for (const value of ['false', '0', ''])
+      expect(unchecked(`smtp://smtp.example.com:587/?tls.rejectUnauthorized=${value}`), value).toBe(true);
   });
 
   it('names a MAIL_FROM that holds no address', () => {

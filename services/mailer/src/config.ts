@@ -33,7 +33,7 @@ export const MailerConfigSchema = Type.Object({
         Type.String({
           pattern: '^smtps?://',
           description:
-            "`smtp://user:pass@host:587` (upgraded with STARTTLS, which production requires: `?requireTLS=false` allows a server that offers none, such as a relay on the same host) or `smtps://…:465`. Query options go to nodemailer: `?name=mail.example.com` is the name the mailer gives in `EHLO` (by default the host's name if it holds a dot, else `[127.0.0.1]`); `?socketTimeout=300000` (ms) waits longer than the 2 minutes of silence after which the mailer leaves a connection and retries the email over another (`connectionTimeout`, `greetingTimeout`: 10 s; `idleTimeout`, after which an unused connection is closed: 60 s); `?logger` and `?debug`, which would print whole emails, codes included, are refused. Required in production; unset in development, mail goes to the outbox.",
+            "`smtp://user:pass@host:587` (upgraded with STARTTLS, which production requires: `?requireTLS=false` allows a server that offers none, such as a relay on the same host) or `smtps://…:465`. Query options go to nodemailer: `?name=mail.example.com` is the name the mailer gives in `EHLO` (by default the host's name if it holds a dot, else `[127.0.0.1]`); `?socketTimeout=300000` (ms) waits longer than the 2 minutes of silence after which the mailer leaves a connection and retries the email over another (`connectionTimeout`: 10 s to connect and be greeted, `greetingTimeout`: 10 s for the greeting within that, so raise both for a slow greeting; `idleTimeout`, after which an unused connection is closed: 60 s); `?maxConnections`, `?maxMessages` and `?pool` are refused (the variables below set them); `?logger` and `?debug`, which would print whole emails, codes included, are refused. Required in production; unset in development, mail goes to the outbox.",
         }),
       ),
     ),
@@ -206,6 +206,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
       throw new ConfigError(
         `Invalid configuration: SMTP_URL must not set ?${option}: nodemailer would print whole emails, codes included`,
       );
+  // nodemailer takes the URL's query over the mailer's settings: one of these would win unseen.
+  for (const [option, variable] of [
+    ['maxConnections', 'SMTP_MAX_CONNECTIONS'],
+    ['maxMessages', 'SMTP_MAX_MESSAGES'],
+    ['pool', 'SMTP_MAX_CONNECTIONS'],
+  ] as const)
+    if (searchParams.has(option))
+      throw new ConfigError(
+        `Invalid configuration: SMTP_URL must not set ?${option}: set ${variable} instead`,
+      );
   if (!SENDER.test(config.smtp.from.trim()))
     throw new ConfigError(
       'Invalid configuration: MAIL_FROM must be an address, such as `Tessera <no-reply@example.com>` or `no-reply@example.com`',
@@ -225,6 +235,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): MailerConfig {
     accountUrl,
     mailJobKeys: parseSetting(() => parseMailJobKeys(mailJobKey, production)),
   });
+}
+
+/**
+ * Whether SMTP_URL turns off the check of the server's certificate (`?tls.rejectUnauthorized=false`,
+ * or `0`, or empty, as nodemailer reads its query): whoever answers at the server's address is sent
+ * every code.
+ */
+export function smtpCertificateUnchecked(config: MailerConfig): boolean {
+  const value = URL.parse(config.smtp.url ?? '')?.searchParams.get('tls.rejectUnauthorized');
+  return value !== null && value !== undefined && (value === 'false' || Number(value) === 0);
 }
 
 export type QueueConfig = Static<typeof queue>;

@@ -27,8 +27,12 @@ export interface SendContext {
 // The SMTP commands whose refusal is about this message: its recipient, or its content.
 const OF_THE_MESSAGE = new Set(['RCPT TO', 'DATA']);
 // An enhanced status of security or policy (RFC 3463 5.7.x): to a recipient, the relay refusing to
-// relay for the mailer ("5.7.1 Relay access denied", a login it wants), not the recipient.
-const POLICY = /^\d{3}[ -]5\.7\.\d{1,3}\b/;
+// relay for the mailer ("5.7.1 Relay access denied", a login it wants), not the recipient. Said in
+// words alone by relays that send no enhanced status (Exim's "550 relay not permitted").
+const POLICY = /^\d{3}[ -](?:5\.7\.\d{1,3}\b|.*\brelay(?:ing)?\b|.*\bauthenticat)/i;
+// "Requested mail action aborted: exceeded storage allocation": to a recipient, a full mailbox,
+// which RFC 5321 (4.5.3.1.10) has clients take as temporary; to the content, a message too large.
+const MAILBOX_FULL = 552;
 // "Bad sequence of commands" (a sender it did not take, a login it wants first): the conversation's
 // fault, not the message's, whatever command it answers.
 const BAD_SEQUENCE = 503;
@@ -38,7 +42,8 @@ const BAD_SEQUENCE = 503;
  * will not get better: the job fails for good instead of being retried, its reason the server's
  * reply (addresses masked). Anything else is thrown as it is, for BullMQ to retry until the email's
  * deadline: also a 5xx to the login (`AUTH`), to the sender (`MAIL FROM`), a 503 (bad sequence) or,
- * on policy, to a recipient, which are the mailer's configuration, for its operator to fix meanwhile.
+ * on policy, to a recipient, which are the mailer's configuration, for its operator to fix meanwhile,
+ * and a 552 to a recipient (a full mailbox, which may be emptied).
  */
 export async function deliver(transport: MailTransport, email: Email): Promise<void> {
   try {
@@ -49,13 +54,14 @@ export async function deliver(transport: MailTransport, email: Email): Promise<v
       command?: string;
       response?: unknown;
     };
-    const reply = typeof response === 'string' ? response : String(responseCode);
+    // Masked before it is read too: an address (relay@…) is no word of the server's.
+    const reply = maskAddresses(typeof response === 'string' ? response : String(responseCode));
     const ofTheMessage =
       OF_THE_MESSAGE.has(command ?? '') &&
       responseCode !== BAD_SEQUENCE &&
-      !(command === 'RCPT TO' && POLICY.test(reply));
+      !(command === 'RCPT TO' && (POLICY.test(reply) || responseCode === MAILBOX_FULL));
     if (responseCode !== undefined && responseCode >= 500 && ofTheMessage)
-      throw new UnrecoverableError(`SMTP rejected the message permanently: ${maskAddresses(reply)}`);
+      throw new UnrecoverableError(`SMTP rejected the message permanently: ${reply}`);
     throw error;
   }
 }

@@ -9,7 +9,7 @@ import {
   traceFields,
 } from '@tessera/telemetry';
 import pino from 'pino';
-import { loadConfig, MailerConfigSchema } from './config.ts';
+import { loadConfig, MailerConfigSchema, smtpCertificateUnchecked } from './config.ts';
 import { createTransport } from './transport.ts';
 import { createMailWorker } from './worker.ts';
 
@@ -28,6 +28,10 @@ const logger = pino({
   ...prettyInDevelopment(config.env, import.meta.url),
 });
 warnMisspelledVariables(logger, MailerConfigSchema, process.env);
+if (config.env === 'production' && smtpCertificateUnchecked(config))
+  logger.warn(
+    "SMTP_URL turns off the check of the SMTP server's certificate (?tls.rejectUnauthorized): whoever answers at its address reads every code. Trust a private CA with NODE_EXTRA_CA_CERTS instead (README, Operations: Email delivery)",
+  );
 const transport = createTransport(config);
 let refused = false;
 /**

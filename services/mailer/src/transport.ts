@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { NotReadyError } from '@tessera/telemetry';
 import nodemailer from 'nodemailer';
 import type { MailerConfig } from './config.ts';
+import { maskAddresses } from './mask.ts';
 import { AUTOMATED, createMimeBuilder, type Email, type RawMessage } from './mime.ts';
 import { type Delivery, inSmtpSpan } from './smtp-span.ts';
 
@@ -48,6 +49,8 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
   });
   const pool = smtp.transporter as unknown as PoolTransport;
   const build = createMimeBuilder(config.smtp.from);
+  /** When the server accepted the last message sent (ms); never when the last send failed. */
+  let lastAccepted = Number.NEGATIVE_INFINITY;
   return {
     delivery: 'smtp',
     async send(email) {
@@ -56,13 +59,23 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
       const message = prebuilt(await build(email));
       await new Promise<void>((resolve, reject) => {
         pool.send(message, (error) => (error ? reject(error) : resolve()));
-      });
+      }).then(
+        () => {
+          lastAccepted = performance.now();
+        },
+        (error: unknown) => {
+          lastAccepted = Number.NEGATIVE_INFINITY;
+          throw error;
+        },
+      );
     },
     async verify() {
-      await smtp.verify().catch((error: { command?: string; responseCode?: number }) => {
-        if (error.command === 'STARTTLS' && error.responseCode !== undefined)
-          throw new NotReadyError(NO_STARTTLS);
-        throw error;
+      // The last send accepted, within the time a pooled connection stays open, says more than a new
+      // connection would: a server that limits connections per client refuses one more while the pool
+      // holds its share, and a slow greeting outlasts the probe's time, though mail flows.
+      if (performance.now() - lastAccepted < SMTP_TIMEOUTS.idleTimeout) return;
+      await smtp.verify().catch((error: SmtpError) => {
+        throw new NotReadyError(notReady(error));
       });
     },
     // Connections still carrying a message finish it first (the worker has finished its jobs by then anyway).
@@ -80,6 +93,27 @@ const SMTP_TIMEOUTS = {
 
 const NO_STARTTLS =
   'smtp offers no STARTTLS, and production sends no mail in clear text (unless SMTP_URL says ?requireTLS=false)';
+
+/** What nodemailer's failures carry: the command that failed, the server's reply, or the socket's error. */
+interface SmtpError {
+  message?: string;
+  code?: string;
+  command?: string;
+  responseCode?: number;
+  response?: unknown;
+}
+
+/**
+ * Why the server is not ready, for the probe's answer: the server's reply (`421 Too many connections`,
+ * a refused login), or what failed before one (`certificate has expired`, `connect ECONNREFUSED …`).
+ * Neither holds the URL's password; addresses in a reply are masked.
+ */
+function notReady({ message, code, command, responseCode, response }: SmtpError): string {
+  if (command === 'STARTTLS' && responseCode !== undefined) return NO_STARTTLS;
+  const said = typeof response === 'string' ? response : (message ?? 'no answer');
+  const line = maskAddresses(said.split(/\r?\n/)[0] ?? '').slice(0, 200);
+  return code === 'EAUTH' ? `smtp refused the login: ${line}` : `smtp is down: ${line}`;
+}
 
 /** nodemailer's transport interface, as its SMTP pool implements it. */
 interface PoolTransport {

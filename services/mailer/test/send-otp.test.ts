@@ -455,6 +455,38 @@ describe('send-otp jobs', () => {
     expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false, false]);
   });
 
+  it("retries a recipient the relay refuses in words alone, as Exim's stock configuration does, and delivers once", async () => {
+    // No enhanced status: Exim's "550 relay not permitted" to a mailer it does not relay for.
+    for (const [reply, to, code] of [
+      ['relay not permitted', 'hedy@example.com', '6153'],
+      ['Authentication required', 'hedy@example.org', '6154'],
+    ] as const) {
+      sink.failNext(1, 550, 'RCPT TO', reply);
+      const { jobId, outcome } = await send({ to, code, expiresAt: inMinutes(5) });
+      expect((await outcome).state, reply).toBe('completed');
+      expect(failuresOf(jobId).map(({ final }) => final)).toEqual([false]);
+      expect(mailsTo(to)).toHaveLength(1);
+    }
+    // An address is no word of the server's: this mailbox does not exist, for good.
+    sink.failNext(1, 550, 'RCPT TO', '<relay.team@example.com>: Recipient address rejected: User unknown');
+    const unknown = await send({ to: 'relay.team@example.com', code: '6157', expiresAt: inMinutes(5) });
+    expect((await unknown.outcome).state).toBe('failed');
+  });
+
+  it('retries a recipient whose mailbox is full (552), as RFC 5321 has it, and fails a message too large (552 to its content)', async () => {
+    sink.failNext(1, 552, 'RCPT TO', '5.2.2 Mailbox full');
+    const full = await send({ to: 'hilde@example.com', code: '6159', expiresAt: inMinutes(5) });
+    expect((await full.outcome).state).toBe('completed');
+    expect(mailsTo('hilde@example.com')).toHaveLength(1);
+
+    sink.failNext(1, 552, 'DATA', '5.3.4 Message size exceeds fixed limit');
+    const large = await send({ to: 'holger@example.com', code: '6163', expiresAt: inMinutes(5) });
+    expect((await large.outcome).state).toBe('failed');
+    expect((await redactedJob(large.jobId)).failedReason).toBe(
+      'SMTP rejected the message permanently: 552 5.3.4 Message size exceeds fixed limit',
+    );
+  });
+
   it('retries a recipient refused as a bad sequence of commands (503), which is the conversation, and delivers once', async () => {
     sink.failNext(1, 503, 'RCPT TO', '5.5.1 Error: authentication required');
     const { jobId, outcome } = await send({ to: 'ines@example.com', code: '5927', expiresAt: inMinutes(5) });

@@ -58,3 +58,47 @@ it('sends the next email after its idle connection was closed', async () => {
   await deliver(transport, email('after@example.com'));
   expect(sink.messages.map((mail) => mail.to)).toEqual([['before@example.com'], ['after@example.com']]);
 });
+
+it('is ready while its pool holds every connection the server allows it, which a new one would be refused', async () => {
+  const { sink, transport } = await pooled({ maxClients: 1 });
+  // Never sent anything: the probe opens a connection, which the server takes.
+  await expect(transport.verify()).resolves.toBeUndefined();
+  await deliver(transport, email('first@example.com'));
+  // The pool's connection stays open: a connection more is refused, as the probe's would be...
+  const another = await pooledTo(sink);
+  await expect(another.verify()).rejects.toThrow(/^smtp is down: 421 .*Too many connected clients/);
+  // ...while the message the server just accepted vouches for it.
+  await expect(transport.verify()).resolves.toBeUndefined();
+  // Once a send fails (its connection kept), only a connection of its own tells.
+  sink.failNext(1, 550, 'RCPT TO', '5.1.1 User unknown');
+  await expect(deliver(transport, email('nobody@example.com'))).rejects.toBeInstanceOf(UnrecoverableError);
+  await expect(transport.verify()).rejects.toThrow(/^smtp is down: 421 .*Too many connected clients/);
+});
+
+it('says why the server is not ready: the reply it gave, or what failed before one', async () => {
+  const sink = await startSmtpSink();
+  // Its certificate is smtp-server's own, which nothing trusts (SMTP_URL without tls.rejectUnauthorized).
+  const untrusted = createTransport(
+    loadConfig({
+      APP_ENV: 'test',
+      SMTP_URL: sink.url.replace(/\/?\?.*$/, ''),
+      MAIL_FROM: 'no-reply@tessera.test',
+    }),
+  );
+  opened.push({ sink, transport: untrusted });
+  await expect(untrusted.verify()).rejects.toThrow(/^smtp is down: .*certificate/);
+  const nobody = createTransport(
+    loadConfig({ APP_ENV: 'test', SMTP_URL: 'smtp://127.0.0.1:1', MAIL_FROM: 'no-reply@tessera.test' }),
+  );
+  opened.push({ sink: await startSmtpSink(), transport: nobody });
+  await expect(nobody.verify()).rejects.toThrow('smtp is down: connect ECONNREFUSED 127.0.0.1:1');
+});
+
+/** Another transport to `sink`, as a second mailer would be. */
+async function pooledTo(sink: SmtpSink) {
+  const transport = createTransport(
+    loadConfig({ APP_ENV: 'test', SMTP_URL: sink.url, MAIL_FROM: 'Tessera <no-reply@tessera.test>' }),
+  );
+  opened.push({ sink: await startSmtpSink(), transport });
+  return transport;
+}
