@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  displayEmail,
   english,
   formatAgo,
   formatDate,
@@ -70,5 +71,22 @@ describe('dates', () => {
     const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
     expect(formatAgo(ago(-2 * 3600), now, reader)).toBe('just now');
     expect(formatAgo(ago(3 * 3600), now, reader)).toBe('3 hours ago');
+  });
+});
+
+describe('displayEmail', () => {
+  it.each([
+    ['ute@xn--bcher-kva.de', 'ute@bücher.de'],
+    ['hal@xn--fsqu00a.xn--4rr70v', 'hal@例子.广告'],
+    ['ivan@xn--d1acpjx3f.xn--p1ai', 'ivan@яндекс.рф'],
+    ['ada@example.com', 'ada@example.com'],
+    // A Cyrillic а among Latin letters, an emoji, and no punycode at all keep their xn-- form.
+    ['ana@xn--exmple-4nf.com', 'ana@xn--exmple-4nf.com'],
+    ['ana@xn--ls8h.la', 'ana@xn--ls8h.la'],
+    ['ana@xn--zz.de', 'ana@xn--zz.de'],
+    // Before the @ nothing is decoded.
+    ['xn--bcher-kva@example.com', 'xn--bcher-kva@example.com'],
+  ])('shows %s as %s', (email, shown) => {
+    expect(displayEmail(email)).toBe(shown);
   });
 });

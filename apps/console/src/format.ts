@@ -1,3 +1,5 @@
+import { toUnicode } from 'punycode.js';
+
 /**
  * Locale and time zone of the reader. The time zone defaults to the browser's; the locale to the
  * reader's English (see `english`). Tests pass fixed ones.
@@ -76,4 +78,41 @@ export function formatRelative(iso: string, now: Date, { locale = english() }: R
  */
 export function formatAgo(iso: string, now: Date, reader: Reader = {}): string {
   return formatRelative(iso, new Date(Math.max(now.getTime(), new Date(iso).getTime())), reader);
+}
+
+// Letters of one writing system (Japanese and Korean mix theirs with Han), with digits and hyphens:
+// what browsers ask of a name before they show it decoded. A label that mixes them (a Cyrillic `а`
+// among Latin letters) keeps its `xn--` form, which shows the mix.
+const ONE_SCRIPT = [
+  ...['Latin', 'Greek', 'Cyrillic', 'Armenian', 'Georgian', 'Hebrew', 'Arabic', 'Thai', 'Devanagari'].map(
+    (script) => [script],
+  ),
+  ['Han', 'Hiragana', 'Katakana'],
+  ['Han', 'Hangul'],
+].map((scripts) => {
+  const letters = scripts.map((script) => `\\p{Script=${script}}`).join('');
+  // ー, the Japanese prolonged sound mark, is of no script of its own.
+  return new RegExp(`^[${letters}\\p{Nd}ー-]+$`, 'u');
+});
+
+/**
+ * An address as its owner knows it: the domain's internationalized labels (`xn--bcher-kva`) decoded
+ * (`bücher`) where each is written in one script; the API answers every address in its ASCII form.
+ */
+export function displayEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 0) return email;
+  const labels = email
+    .slice(at + 1)
+    .split('.')
+    .map((label) => {
+      if (!label.startsWith('xn--')) return label;
+      try {
+        const name = toUnicode(label);
+        return ONE_SCRIPT.some((script) => script.test(name)) ? name : label;
+      } catch {
+        return label;
+      }
+    });
+  return `${email.slice(0, at + 1)}${labels.join('.')}`;
 }

@@ -581,6 +581,23 @@ describe('sign-in', () => {
     }
   });
 
+  it('shows an address at an internationalized domain as its owner writes it, not in its ASCII form', async () => {
+    const page = await openConsole(await newContext());
+    const local = `eve.${++people}.${Date.now()}`;
+    await page.getByRole('textbox', { name: 'Email' }).fill(`${local}@Bücher.example`);
+    await page.getByRole('button', { name: 'Send code' }).click();
+    // The API answers the ASCII form (punycode), which the email is sent to; the SMTP server
+    // (smtp-server) reports its recipient decoded.
+    const code = await codeFromEmail(`${local}@bücher.example`, 0);
+    const codeBox = page.getByRole('textbox', { name: 'Code' });
+    expect(
+      await codeBox.getAttribute('aria-describedby').then((id) => page.locator(`#${id}`).innerText()),
+    ).toContain(`sent to ${local}@bücher.example.`);
+    await codeBox.fill(code);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText(`Signed in as ${local}@bücher.example.`).waitFor();
+  });
+
   it('asks for an email address before sending anything, again on every try', async () => {
     const page = await openConsole(await newContext());
     await page.getByRole('textbox', { name: 'Email' }).fill('not-an-address');

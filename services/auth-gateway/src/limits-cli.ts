@@ -244,7 +244,14 @@ function emailOf(given: string[] | undefined) {
   if (raw === undefined || raw.trim() === '' || more.length > 0)
     throw new Error('give --email once: one address at a time');
   const email = normalizeEmail(raw);
-  const refused = email.length > 254 || !EMAIL.test(email) ? 'is no email address' : undeliverable(email);
+  // In the gateway's order: what no code could reach (its preValidation), then the format.
+  const refused =
+    undeliverable(email) ??
+    (email.length > 254
+      ? 'has more than 254 characters'
+      : EMAIL.test(email)
+        ? undefined
+        : 'is no email address');
   if (refused !== undefined)
     throw new Error(`--email ${JSON.stringify(raw)} ${refused}, as the gateway would answer`);
   return email;

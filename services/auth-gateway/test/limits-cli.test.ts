@@ -337,6 +337,18 @@ describe('limits:show', () => {
       );
       expect(err).toContain('usage: limits-cli.ts lift --email <address>');
     }
+    // Why, as the gateway says it: what no code could reach before the format.
+    expect((await limitsShow(['--email', 'ñandú@example.com'])).err).toMatch(
+      /^--email "ñandú@example.com" is refused: non-ASCII characters before the @ are not supported, as the gateway would answer\n/,
+    );
+    expect(
+      (
+        await limitsShow([
+          '--email',
+          `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(60)}.com`,
+        ])
+      ).err,
+    ).toMatch(/^--email "a+@.+" has more than 254 characters, as the gateway would answer\n/);
     const reordered = await runLimits(['--json', '--email', 'counted@example.com', 'show']);
     expect(reordered.code).toBe(0);
     expect(JSON.parse(reordered.out)).toMatchObject({ email: 'counted@example.com', inbox: { held: 2 } });

@@ -160,6 +160,10 @@ describe('the email address', () => {
     ],
     ['Deleted-0@Tombstone.INVALID', 'body.email is in the .invalid domain, which never receives mail'],
     ['jörg@example.de', 'body.email is refused: non-ASCII characters before the @ are not supported'],
+    [
+      'ana@XN--ZZ.de',
+      'body.email has a domain label that is no internationalized name (an `xn--` label that does not decode to one)',
+    ],
   ])('refuses %s, saying why, and queues no email', async (email, detail) => {
     expect(await refusal(email)).toEqual(['Validation failed', detail]);
     expect(await queuedTo(email.toLowerCase())).toBe(0);

@@ -4,6 +4,7 @@ import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, isFailure } from '../failure-text.ts';
 import { useFocusFallback } from '../focus-fallback.ts';
+import { displayEmail } from '../format.ts';
 import { MessageText, useMessage } from '../message.tsx';
 import { DeleteAccountSection, DeletionScheduled } from './deletion.tsx';
 import { ProfileSection } from './profile-section.tsx';
@@ -19,7 +20,7 @@ const DisplayName = ({ user }: { user: User }) =>
       {user.surname && <bdi>{user.surname}</bdi>}
     </>
   ) : (
-    <bdi>{user.username || user.email}</bdi>
+    <bdi>{user.username || displayEmail(user.email)}</bdi>
   );
 
 /** The signed-in person's page: the profile, where they are signed in, what happened, deletion. */
@@ -110,7 +111,7 @@ export function AccountView({ initialUser }: { initialUser: User }) {
             <DisplayName user={user} />
           </h1>
           <p class="muted">
-            {user.email}
+            {displayEmail(user.email)}
             {user.username && ` · @${user.username}`}
           </p>
         </div>

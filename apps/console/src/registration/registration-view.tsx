@@ -4,6 +4,7 @@ import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { failureText, fieldProblems, isFailure } from '../failure-text.ts';
 import { CheckField, focusFirstProblem, TextField } from '../fields.tsx';
+import { displayEmail } from '../format.ts';
 
 const LABELS = { name: 'Name', surname: 'Surname', username: 'Username' } as const;
 type Field = keyof typeof LABELS | 'privacyPolicy' | 'termsOfUse';
@@ -110,7 +111,7 @@ export function RegistrationView({ registration, user }: { registration: Registr
         {title}
       </h1>
       <p class="muted">
-        Signed in as {user.email}.{' '}
+        Signed in as {displayEmail(user.email)}.{' '}
         {policiesOnly
           ? 'A policy has a new version: accept it to go on to your account.'
           : 'A few details and you are done.'}

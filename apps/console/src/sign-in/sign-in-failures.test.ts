@@ -55,11 +55,14 @@ describe('sign-in failures', () => {
     expect(sendCodeFailure(failure(400, ['Validation failed', 'body.email must match format "email"']))).toBe(
       'Enter a valid email address, such as name@example.com.',
     );
+  });
+
+  it('says how long an address may be when the API refuses a longer one', () => {
     expect(
       sendCodeFailure(
         failure(400, ['Validation failed', 'body.email must NOT have more than 254 characters']),
       ),
-    ).toBe('Enter a valid email address, such as name@example.com.');
+    ).toBe('This email address has more than 254 characters.');
   });
 
   it('says why the API refuses an address that no mail could reach', () => {

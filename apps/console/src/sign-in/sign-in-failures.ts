@@ -18,6 +18,10 @@ export function sendCodeFailure(error: unknown): string {
   // than 64 characters before the @"); a malformed one gets the example.
   const reason = error.messages.find((text) => /^body\.email (has|is|must end) /.test(text));
   if (reason !== undefined) return sentence(reason.replace(/^body\.email/, 'This email address'));
+  for (const text of error.messages) {
+    const limit = /^body\.email must NOT have more than (\d+) characters/.exec(text)?.[1];
+    if (limit !== undefined) return `This email address has more than ${limit} characters.`;
+  }
   return 'Enter a valid email address, such as name@example.com.';
 }
 

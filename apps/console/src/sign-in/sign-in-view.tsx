@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button, useBusy } from '../busy.tsx';
 import { useConsole } from '../console-context.ts';
 import { TextField } from '../fields.tsx';
-import { formatTime, formatWait } from '../format.ts';
+import { displayEmail, formatTime, formatWait } from '../format.ts';
 import { type Message, MessageText, useMessage } from '../message.tsx';
 import { codeDigits } from './code-digits.ts';
 import { isAboutCode, isAboutEmail, sendCodeFailure, verifyCodeFailure } from './sign-in-failures.ts';
@@ -125,7 +125,7 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
         const result = await send(sent.email);
         // A problem with the code typed before is one no longer.
         setError();
-        setStatus(`A new code is on its way to ${result.email}.`);
+        setStatus(`A new code is on its way to ${displayEmail(result.email)}.`);
       } catch (failure) {
         // About sending, not about the code typed: never the field's.
         setFormError(sendCodeFailure(failure));
@@ -209,7 +209,7 @@ export function SignInView({ notice }: { notice?: string | undefined }) {
             <TextField
               id="code"
               label="Code"
-              hint={`4 digits, sent to ${sent.email}. ${expired ? 'It stopped working at' : 'It works until'} ${formatTime(worksUntil)}.`}
+              hint={`4 digits, sent to ${displayEmail(sent.email)}. ${expired ? 'It stopped working at' : 'It works until'} ${formatTime(worksUntil)}.`}
               autoComplete="one-time-code"
               inputMode="numeric"
               value={code}

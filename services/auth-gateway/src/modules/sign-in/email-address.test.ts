@@ -36,6 +36,8 @@ describe('undeliverable', () => {
     'dev@mail.example',
     'a@123.example.com',
     'a@example.co1',
+    'ute@xn--bcher-kva.de',
+    'hal@xn--fsqu00a.xn--4rr70v',
   ])('takes %s', (email) => {
     expect(undeliverable(email)).toBeUndefined();
   });
@@ -48,6 +50,10 @@ describe('undeliverable', () => {
     ['deleted-0@tombstone.invalid', /\.invalid domain/],
     ['jörg@example.de', /non-ASCII characters before the @ are not supported/],
     ['\u212Aate@example.com', /non-ASCII characters before the @ are not supported/],
+    // Not punycode at all, and the form of `bu` + combining diaeresis + `cher`, which no registry takes.
+    ['ana@xn--zz.de', /no internationalized name/],
+    ['ana@xn--bucher-xyd.de', /no internationalized name/],
+    ['ana@mail.xn--.de', /no internationalized name/],
   ])('refuses %s', (email, why) => {
     expect(undeliverable(email)).toMatch(why);
   });

@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 
 // RFC 5321 §4.5.3.1.1 and RFC 1035 §2.3.4.
 const LOCAL_PART_MAX = 64;
@@ -23,7 +23,7 @@ function split(email: string): { local: string; domain: string } | undefined {
 const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
 /**
- * The address as it is used everywhere (API.md §7, extended): trimmed, lower-cased, and a Unicode
+ * The address as it is used everywhere (API.md §1, extended): trimmed, lower-cased, and a Unicode
  * domain in the ASCII form DNS and SMTP use, so `Ute@Bücher.de` and `ute@xn--bcher-kva.de` are one
  * account. A domain that is no valid name is left as written, for the format check to refuse.
  */
@@ -49,11 +49,24 @@ export function undeliverable(email: string): string | undefined {
   if (parts.local.length > LOCAL_PART_MAX) return `has more than ${LOCAL_PART_MAX} characters before the @`;
   if (labels.some((label) => label.length > LABEL_MAX))
     return `has a domain label of more than ${LABEL_MAX} characters`;
+  if (labels.some(isBadPunycode))
+    return 'has a domain label that is no internationalized name (an `xn--` label that does not decode to one)';
   if (/^[0-9]+$/.test(topLevel))
     return 'must end in a domain name: an all-numeric top-level domain or an IP address receives no mail';
   // RFC 6761; deleted accounts' addresses are in it too, so nobody can ask a code for one.
   if (topLevel === 'invalid') return 'is in the .invalid domain, which never receives mail';
   return undefined;
+}
+
+/**
+ * An `xn--` label that is not the ASCII form of a name IDNA allows: not punycode at all (`xn--zz`), or
+ * the form of a spelling no registry takes (`xn--bucher-xyd`, `bücher` with a combining diaeresis,
+ * which readers of punycode would show as `bücher`). Such a domain receives no mail.
+ */
+function isBadPunycode(label: string): boolean {
+  if (!label.startsWith('xn--')) return false;
+  const name = domainToUnicode(label);
+  return name === '' || name.startsWith('xn--') || domainToASCII(name) !== label;
 }
 
 /**
