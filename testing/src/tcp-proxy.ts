@@ -17,6 +17,11 @@ export interface TcpProxy {
    */
   freeze(): void;
   thaw(): void;
+  /**
+   * Forgets the connections open now, as a NAT or firewall that dropped their state does: what
+   * either side sends on them goes nowhere, and neither is told; new connections pass.
+   */
+  abandon(): void;
   close(): Promise<void>;
 }
 
@@ -71,6 +76,14 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       if (!frozen) return;
       frozen = false;
       for (const [from, to] of flows) from.pipe(to);
+    },
+    abandon() {
+      for (const flow of flows) {
+        const [from, to] = flow;
+        from.unpipe(to);
+        from.pause();
+        flows.delete(flow);
+      }
     },
     async close() {
       proxy.reset();

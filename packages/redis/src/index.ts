@@ -24,11 +24,17 @@ function classify(error: Error): Error {
 // A command can pass through sendCommand more than once (offline queue, cluster redirects).
 const classified = new WeakSet<Command>();
 
-function classifyRejection(command: Command): void {
+// ioredis's rejection of a command that got no answer within its `commandTimeout`.
+const TIMED_OUT = 'Command timed out';
+
+function classifyRejection(command: Command, unanswered?: () => void): void {
   if (classified.has(command)) return;
   classified.add(command);
   const reject = command.reject;
-  command.reject = (error) => reject(classify(error));
+  command.reject = (error) => {
+    reject(classify(error));
+    if (error.message === TIMED_OUT) unanswered?.();
+  };
 }
 
 /**
@@ -42,11 +48,32 @@ export function isConnectionError(error: Error): boolean {
   return 'syscall' in error || error.message === 'Connection is closed.';
 }
 
-/** A client whose commands reject with DependencyUnavailableError on an outage. */
+/**
+ * A client whose commands reject with DependencyUnavailableError on an outage, and that replaces a
+ * connection on which a command went unanswered for its `commandTimeout`. Such a connection may be
+ * dead without a word (a NAT or firewall that forgot it drops what is sent, and the kernel retries
+ * for about 15 minutes before it says so) while a new one would work at once. The commands still
+ * waiting on it fail with the timed-out one (503s), instead of being sent again over the new one
+ * after their callers were told they failed. A server that hangs takes the new connection the same
+ * way: at most one replacement per timeout.
+ */
 class ClassifyingRedis extends Redis {
+  #replacedAt = Number.NEGATIVE_INFINITY;
+
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    classifyRejection(command);
+    classifyRejection(command, () => this.#replace());
     return super.sendCommand(command, stream);
+  }
+
+  #replace() {
+    const now = performance.now();
+    const timeout = this.options.commandTimeout ?? 0;
+    if (this.status !== 'ready' || now - this.#replacedAt < timeout) return;
+    this.#replacedAt = now;
+    // ioredis's own, which its types call private (the version is pinned, its patch too).
+    (this as unknown as { flushQueue(error: Error): void }).flushQueue(new Error(TIMED_OUT));
+    this.emit('error', new Error(`no answer to a command in ${timeout} ms: connecting again`));
+    this.disconnect(true);
   }
 }
 

@@ -1,4 +1,4 @@
-import { type PrivateRedis, startPrivateRedis, waitUntil } from '@tessera/testing';
+import { type PrivateRedis, startPrivateRedis, startTcpProxy, waitUntil } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { closeRedis, createRedis, isConnectionError, reportOutages } from '../src/index.ts';
 
@@ -63,5 +63,46 @@ it("tells a connection's errors from a command's", async () => {
   } finally {
     await server.start();
     await closeRedis(client);
+  }
+});
+
+it('replaces a connection lost without a word, on which a command went unanswered, and tells it once', async () => {
+  // A NAT or firewall that forgets the connection: nothing arrives on it, neither side is told, and
+  // a new connection works at once.
+  const proxy = await startTcpProxy(server.url);
+  const told: string[] = [];
+  const log = {
+    warn: (fields: object, message: string) =>
+      told.push(`${message}: ${(fields as { err?: Error }).err?.message}`),
+    info: (message: string) => told.push(message),
+    debug: () => {},
+  };
+  const client = createRedis({ url: proxy.through(server.url), clusterNodes: '' }, 'commands', () => {});
+  reportOutages(client, log, 'Redis');
+  await client.connect();
+  try {
+    await client.set('outages:lost', 'kept');
+    proxy.abandon();
+    // What waited on the lost connection fails, as an outage, once the first of it times out...
+    const [first, second] = await Promise.allSettled([
+      client.get('outages:lost'),
+      client.get('outages:lost'),
+    ]);
+    for (const settled of [first, second]) {
+      expect(settled.status).toBe('rejected');
+      expect(isConnectionError((settled as PromiseRejectedResult).reason)).toBe(true);
+    }
+    // ...and the next command goes over a new connection, not in 15 minutes, when the kernel gives up.
+    await waitUntil(
+      'a new connection',
+      async () => (await client.get('outages:lost').catch(() => null)) === 'kept',
+    );
+    expect(told).toEqual([
+      'Redis connection error: no answer to a command in 2000 ms: connecting again',
+      'Redis connection is back',
+    ]);
+  } finally {
+    await closeRedis(client);
+    await proxy.close();
   }
 });

@@ -116,3 +116,23 @@ it("leaves a statement stuck behind a lock to Postgres's statement_timeout, on t
   }
   expect(await backend(app.db)).toBe(before);
 });
+
+it('cuts a statement whose connection was lost on the way while Postgres answers: its backend runs nothing', async () => {
+  const before = await backend(app.db);
+  // A NAT or firewall forgets every connection open now, the probe's too: nothing arrives on them.
+  proxy.abandon();
+  // The readiness probe finds its own lost, and answers again over a new connection...
+  await expect(app.postgresAnswers()).rejects.toBeInstanceOf(DependencyUnavailableError);
+  await expect(app.postgresAnswers()).resolves.toEqual({ readOnly: false });
+  // ...while the pool's connection would wait for ever (until the kernel gives up, ~15 minutes).
+  const lost = backend(app.db);
+  await expect(lost).rejects.toBeInstanceOf(DependencyUnavailableError);
+  await expect(lost).rejects.toMatchObject({
+    cause: expect.objectContaining({
+      message: expect.stringMatching(/runs no statement on this connection/),
+    }),
+  });
+  const after = await backend(app.db);
+  expect(after).toEqual(expect.any(Number));
+  expect(after).not.toBe(before);
+});

@@ -58,10 +58,12 @@ const isStalePlan = (error: unknown) =>
 
 // A statement still unanswered this long after Postgres's own statement_timeout would have cancelled
 // it is looked at: when Postgres answers nothing on the readiness probe's connection either (frozen,
-// or cut off with its connections open), its connection is closed and its request answers 503,
-// instead of waiting for Postgres to answer again. While Postgres answers, it waits on (a commit
-// held by a synchronous standby, the deletion sweep's 10-minute statements, PgBouncer's queue in
-// session pooling), and is looked at again as long after.
+// or cut off with its connections open), or answers there that this connection's backend runs no
+// statement (the connection lost on the way, without a word to either side), its connection is
+// closed and its request answers 503, instead of waiting for an answer that may never come. While
+// Postgres answers and runs it, it waits on (a commit held by a synchronous standby, the deletion
+// sweep's 10-minute statements, PgBouncer's queue in session pooling), and is looked at again as
+// long after.
 const STATEMENT_MARGIN_MS = 1000;
 // pg's errors when a statement, or a connection being made, got no answer in time.
 const NO_ANSWER = /^(Query read timeout|timeout expired)$/;
@@ -74,6 +76,8 @@ interface Statements {
   deadline: number;
   /** Whether Postgres answers nothing on another connection either. */
   silent: () => Promise<boolean>;
+  /** Whether the backend of that pid runs a statement now; undefined when Postgres knows no such backend. */
+  running: (pid: number) => Promise<boolean | undefined>;
 }
 
 /**
@@ -83,9 +87,11 @@ interface Statements {
  */
 function preparingConnection(
   client: pg.PoolClient,
-  { schemaKnownCurrent, deadline, silent }: Statements,
+  { schemaKnownCurrent, deadline, silent, running }: Statements,
   released: () => void,
 ): Connection {
+  // Its backend, as Postgres named it when it connected (through PgBouncer, a number no backend has).
+  const pid = (client as pg.PoolClient & { processID: number | null }).processID;
   const names = new Set<string>();
   // Replaced on release, when a failure says it must go.
   let replace = false;
@@ -101,13 +107,20 @@ function preparingConnection(
       const sent = performance.now();
       const look = async () => {
         const unanswering = await silent();
+        // Postgres answers, yet its backend of this connection runs nothing: the statement never
+        // reached it, or its answer never came back (a NAT or firewall that forgot the connection).
+        const lost = !unanswering && pid !== null && (await running(pid).catch(() => undefined)) === false;
         if (answered) return;
-        if (!unanswering) {
+        if (!unanswering && !lost) {
           timer = setTimeout(look, deadline);
           return;
         }
         const waited = Math.round((performance.now() - sent) / 1000);
-        cut = new Error(`Postgres answered neither this statement in ${waited} s nor the probe`);
+        cut = new Error(
+          unanswering
+            ? `Postgres answered neither this statement in ${waited} s nor the probe`
+            : `Postgres runs no statement on this connection, unanswered for ${waited} s: the connection is lost`,
+        );
         // pg closes a client with a statement under way at once; the statement fails with it.
         void client.end().catch(() => {});
       };
@@ -274,6 +287,7 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
 }
 
 const PROBE = `select pg_is_in_recovery() or current_setting('transaction_read_only')::boolean as "readOnly"`;
+const RUNNING = 'select state from pg_stat_activity where pid = $1';
 
 /**
  * Whether Postgres answers, and takes writes, asked on a connection of the probe's own (made at the first
@@ -281,7 +295,7 @@ const PROBE = `select pg_is_in_recovery() or current_setting('transaction_read_o
  * the pool: a loaded gateway has no connection free, and taking it out of service would move its
  * load onto the others. The pool asks it too when every connection stayed in use, since a Postgres
  * that hangs holds them as well as a busy one does, and when a statement went unanswered past its
- * deadline (`silent`).
+ * deadline (`silent`, then `running`).
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
@@ -336,6 +350,17 @@ function ownConnectionProbe(options: pg.ClientConfig) {
         () => false,
         (error: DependencyUnavailableError) => NO_ANSWER.test((error.cause as Error)?.message ?? ''),
       ),
+    /**
+     * Whether the backend of `pid` runs a statement now (or waits in one: a lock, a commit held by a
+     * synchronous standby), asked on the probe's connection; undefined when Postgres knows no such
+     * backend, as through PgBouncer, whose clients are given numbers of its own.
+     */
+    async running(pid: number): Promise<boolean | undefined> {
+      connected ??= connect();
+      const client = await connected;
+      const { rows } = await client.query<{ state: string | null }>(RUNNING, [pid]);
+      return rows[0] === undefined ? undefined : rows[0].state === 'active';
+    },
     /**
      * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
      * the gateway's own event loop stalled past the timeout). Asks again if the last is a second old.
@@ -417,6 +442,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
             schemaKnownCurrent: () => schema.knownCurrent(),
             deadline: statementTimeout * 1000 + STATEMENT_MARGIN_MS,
             silent: probe.silent,
+            running: probe.running,
           },
           busy,
         ),
