@@ -61,11 +61,11 @@ class ClassifyingRedis extends Redis {
   #replacedAt = Number.NEGATIVE_INFINITY;
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    classifyRejection(command, () => this.#replace());
+    classifyRejection(command, this.#replace);
     return super.sendCommand(command, stream);
   }
 
-  #replace() {
+  #replace = () => {
     const now = performance.now();
     const timeout = this.options.commandTimeout ?? 0;
     if (this.status !== 'ready' || now - this.#replacedAt < timeout) return;
@@ -74,7 +74,7 @@ class ClassifyingRedis extends Redis {
     (this as unknown as { flushQueue(error: Error): void }).flushQueue(new Error(TIMED_OUT));
     this.emit('error', new Error(`no answer to a command in ${timeout} ms: connecting again`));
     this.disconnect(true);
-  }
+  };
 }
 
 /** The same for a Redis Cluster; its own redirects (MOVED, ASK) still see the server's replies first. */
