@@ -351,15 +351,18 @@ function ownConnectionProbe(options: pg.ClientConfig) {
         (error: DependencyUnavailableError) => NO_ANSWER.test((error.cause as Error)?.message ?? ''),
       ),
     /**
-     * Whether the backend of `pid` runs a statement now (or waits in one: a lock, a commit held by a
-     * synchronous standby), asked on the probe's connection; undefined when Postgres knows no such
-     * backend, as through PgBouncer, whose clients are given numbers of its own.
+     * Whether the backend of `pid` may be running a statement now (or waiting in one: a lock, a
+     * commit held by a synchronous standby), asked on the probe's connection: false only when it is
+     * idle; undefined when Postgres knows no such backend, as through PgBouncer, whose clients are
+     * given numbers of its own.
      */
     async running(pid: number): Promise<boolean | undefined> {
       connected ??= connect();
       const client = await connected;
       const { rows } = await client.query<{ state: string | null }>(RUNNING, [pid]);
-      return rows[0] === undefined ? undefined : rows[0].state === 'active';
+      // Idle, or idle in a transaction: between statements. Anything else (`active`, a fast-path
+      // call, `disabled` where track_activities is off) may be running this one.
+      return rows[0] === undefined ? undefined : !rows[0].state?.startsWith('idle');
     },
     /**
      * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
