@@ -58,6 +58,13 @@ afterAll(async () => {
   await redis?.flush();
 });
 
+/** A code email's job data as the gateway queues it, valid for 5 minutes. */
+const codeEmail = (to: string, code: string): SendOtpJobData => ({
+  to,
+  sealedCode: sealCode(code, to, parseMailJobKeys()),
+  expiresAt: new Date(Date.now() + 300_000).toISOString(),
+});
+
 async function get(path: string, base = operations.url) {
   const response = await fetch(`${base}${path}`);
   return { status: response.status, type: response.headers.get('content-type'), body: await response.text() };
@@ -66,15 +73,10 @@ async function get(path: string, base = operations.url) {
 describe('GET /metrics', () => {
   it('counts a sent email and reports the queue by state, in Prometheus text', async () => {
     const delivered = sink.waitFor((mail) => mail.to.includes('ivan@example.com'));
-    await queue.add(
-      SEND_OTP_JOB,
-      {
-        to: 'ivan@example.com',
-        sealedCode: sealCode('4826', 'ivan@example.com', parseMailJobKeys()),
-        expiresAt: new Date(Date.now() + 300_000).toISOString(),
-      },
-      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001') },
-    );
+    await queue.add(SEND_OTP_JOB, codeEmail('ivan@example.com', '4826'), {
+      ...EMAIL_JOB_OPTIONS,
+      jobId: sendOtpJobId('00000000-0000-4000-8000-000000000001'),
+    });
     await delivered;
     // The counter is added to right after the send, and the job completes right after that; the
     // worker may not have got there yet.
@@ -112,11 +114,7 @@ describe('GET /metrics', () => {
     const delivered = sink.waitFor((mail) => mail.to.includes('judy@example.com'));
     await mailWorker.worker.pause();
     try {
-      const data = {
-        to: 'judy@example.com',
-        sealedCode: sealCode('5937', 'judy@example.com', parseMailJobKeys()),
-        expiresAt: new Date(Date.now() + 300_000).toISOString(),
-      };
+      const data = codeEmail('judy@example.com', '5937');
       // Queued 90 s ago, by a gateway's clock, and waiting since.
       await queue.add(SEND_OTP_JOB, data, {
         ...EMAIL_JOB_OPTIONS,
@@ -221,15 +219,10 @@ describe('health', () => {
     // new connection may not (a server that limits connections per client).
     expect((await get('/health/ready')).status).toBe(200);
     await sink.close();
-    await queue.add(
-      SEND_OTP_JOB,
-      {
-        to: 'kate@example.com',
-        sealedCode: sealCode('6382', 'kate@example.com', parseMailJobKeys()),
-        expiresAt: new Date(Date.now() + 300_000).toISOString(),
-      },
-      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-000000000003') },
-    );
+    await queue.add(SEND_OTP_JOB, codeEmail('kate@example.com', '6382'), {
+      ...EMAIL_JOB_OPTIONS,
+      jobId: sendOtpJobId('00000000-0000-4000-8000-000000000003'),
+    });
     await expect.poll(async () => (await get('/health/ready')).status, { timeout: 5000 }).toBe(503);
     const ready = await get('/health/ready');
     expect(ready.type).toBe('application/json; charset=utf-8');
