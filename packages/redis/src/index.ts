@@ -50,29 +50,51 @@ export function isConnectionError(error: Error): boolean {
 
 /**
  * A client whose commands reject with DependencyUnavailableError on an outage, and that replaces a
- * connection on which a command went unanswered for its `commandTimeout`. Such a connection may be
- * dead without a word (a NAT or firewall that forgot it drops what is sent, and the kernel retries
- * for about 15 minutes before it says so) while a new one would work at once. The commands still
- * waiting on it fail with the timed-out one (503s), instead of being sent again over the new one
- * after their callers were told they failed. A server that hangs takes the new connection the same
- * way: at most one replacement per timeout.
+ * connection on which commands went unanswered for two of its `commandTimeout`s, the second ending
+ * a timeout or more after the first, with nothing from the server in between. Such a connection may
+ * be dead without a word (a NAT or firewall that forgot it drops what is sent, and the kernel retries
+ * for about 15 minutes before it says so) while a new one would work at once. One timeout alone may
+ * be a slow command (a long script, a fork), answered a moment later with what waited behind it. The
+ * commands still waiting on a replaced connection fail (503s) instead of being sent again over the
+ * new one after their callers were told they failed.
  */
 class ClassifyingRedis extends Redis {
-  #replacedAt = Number.NEGATIVE_INFINITY;
+  /** When the server last sent anything on this connection, and when the first command since timed out. */
+  #heardAt = Number.NEGATIVE_INFINITY;
+  #timedOutAt = Number.NEGATIVE_INFINITY;
+  #replacing = false;
+
+  constructor(url: string, options: RedisOptions & { replyMapping: 'legacy' }) {
+    super(url, options);
+    // Each connection (the first, and every one made again) is listened to from its start.
+    this.on('connect', () => {
+      this.#replacing = false;
+      this.stream.on('data', () => {
+        this.#heardAt = performance.now();
+      });
+    });
+  }
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    classifyRejection(command, this.#replace);
+    classifyRejection(command, this.#unanswered);
     return super.sendCommand(command, stream);
   }
 
-  #replace = () => {
+  #unanswered = () => {
+    // The flush below rejects what waits, each with a timeout: none of them replaces it again.
+    if (this.status !== 'ready' || this.#replacing) return;
     const now = performance.now();
+    if (this.#timedOutAt < this.#heardAt) {
+      this.#timedOutAt = now;
+      return;
+    }
     const timeout = this.options.commandTimeout ?? 0;
-    if (this.status !== 'ready' || now - this.#replacedAt < timeout) return;
-    this.#replacedAt = now;
+    if (now - this.#timedOutAt < timeout) return;
+    this.#replacing = true;
     // ioredis's own, which its types call private (the version is pinned, its patch too).
     (this as unknown as { flushQueue(error: Error): void }).flushQueue(new Error(TIMED_OUT));
-    this.emit('error', new Error(`no answer to a command in ${timeout} ms: connecting again`));
+    const silent = Math.round((now - Math.max(this.#heardAt, this.#timedOutAt - timeout)) / 1000);
+    this.emit('error', new Error(`no answer to commands for ${silent} s: connecting again`));
     this.disconnect(true);
   };
 }

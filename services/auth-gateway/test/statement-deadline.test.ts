@@ -117,22 +117,50 @@ it("leaves a statement stuck behind a lock to Postgres's statement_timeout, on t
   expect(await backend(app.db)).toBe(before);
 });
 
-it('cuts a statement whose connection was lost on the way while Postgres answers: its backend runs nothing', async () => {
+const lostOnTheWay = {
+  cause: expect.objectContaining({ message: expect.stringMatching(/runs no statement on this connection/) }),
+};
+
+it("cuts a statement whose connection was lost on the way while Postgres answers, and ends its backend, which lets go of its transaction's locks", async () => {
   const before = await backend(app.db);
-  // A NAT or firewall forgets every connection open now, the probe's too: nothing arrives on them.
-  proxy.abandon();
-  // The readiness probe finds its own lost, and answers again over a new connection...
-  await expect(app.postgresAnswers()).rejects.toBeInstanceOf(DependencyUnavailableError);
-  await expect(app.postgresAnswers()).resolves.toEqual({ readOnly: false });
-  // ...while the pool's connection would wait for ever (until the kernel gives up, ~15 minutes).
-  const lost = backend(app.db);
-  await expect(lost).rejects.toBeInstanceOf(DependencyUnavailableError);
-  await expect(lost).rejects.toMatchObject({
-    cause: expect.objectContaining({
-      message: expect.stringMatching(/runs no statement on this connection/),
-    }),
-  });
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  try {
+    const lost = app.db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(4242)`.execute(trx);
+      // A NAT or firewall forgets every connection open now, the probe's too: nothing arrives on them.
+      proxy.abandon();
+      // The readiness probe finds its own lost, and answers again over a new connection...
+      await expect(app.postgresAnswers()).rejects.toBeInstanceOf(DependencyUnavailableError);
+      await expect(app.postgresAnswers()).resolves.toEqual({ readOnly: false });
+      // ...while the pool's connection would wait for ever (until the kernel gives up, ~15 minutes).
+      return backend(trx);
+    });
+    await expect(lost).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await expect(lost).rejects.toMatchObject(lostOnTheWay);
+    // Its backend ended: the lock is free now, not after idle_in_transaction_session_timeout (60 s).
+    const { rows } = await admin.query<{ pid: number | null }>(
+      'select pid from pg_stat_activity where pid = $1',
+      [before],
+    );
+    expect(rows).toEqual([]);
+    expect((await admin.query('select pg_try_advisory_lock(4242) as free')).rows[0]).toEqual({ free: true });
+  } finally {
+    await admin.end();
+  }
   const after = await backend(app.db);
   expect(after).toEqual(expect.any(Number));
   expect(after).not.toBe(before);
+});
+
+it('cuts a statement whose connection was lost on the way when its backend is gone too (a failover behind one address)', async () => {
+  const before = await backend(app.db);
+  proxy.abandon();
+  await expect(app.postgresAnswers()).rejects.toBeInstanceOf(DependencyUnavailableError);
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  await admin.query('select pg_terminate_backend($1)', [before]);
+  await admin.end();
+  await expect(backend(app.db)).rejects.toMatchObject(lostOnTheWay);
+  expect(await backend(app.db)).toEqual(expect.any(Number));
 });

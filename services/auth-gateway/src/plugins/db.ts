@@ -76,8 +76,8 @@ interface Statements {
   deadline: number;
   /** Whether Postgres answers nothing on another connection either. */
   silent: () => Promise<boolean>;
-  /** Whether the backend of that pid runs a statement now; undefined when Postgres knows no such backend. */
-  running: (pid: number) => Promise<boolean | undefined>;
+  /** Whether the connection of that backend is lost (its backend idle, then ended, or gone). */
+  lost: (pid: number) => Promise<boolean>;
 }
 
 /**
@@ -87,7 +87,7 @@ interface Statements {
  */
 function preparingConnection(
   client: pg.PoolClient,
-  { schemaKnownCurrent, deadline, silent, running }: Statements,
+  { schemaKnownCurrent, deadline, silent, lost }: Statements,
   released: () => void,
 ): Connection {
   // Its backend, as Postgres named it when it connected (through PgBouncer, a number no backend has).
@@ -107,11 +107,12 @@ function preparingConnection(
       const sent = performance.now();
       const look = async () => {
         const unanswering = await silent();
-        // Postgres answers, yet its backend of this connection runs nothing: the statement never
-        // reached it, or its answer never came back (a NAT or firewall that forgot the connection).
-        const lost = !unanswering && pid !== null && (await running(pid).catch(() => undefined)) === false;
+        // Postgres answers, yet its backend of this connection runs nothing, or is gone: the
+        // statement never reached it, or its answer never came back (a NAT or firewall that forgot
+        // the connection, a failover behind one address).
+        const gone = !unanswering && pid !== null && (await lost(pid).catch(() => false));
         if (answered) return;
-        if (!unanswering && !lost) {
+        if (!unanswering && !gone) {
           timer = setTimeout(look, deadline);
           return;
         }
@@ -119,7 +120,7 @@ function preparingConnection(
         cut = new Error(
           unanswering
             ? `Postgres answered neither this statement in ${waited} s nor the probe`
-            : `Postgres runs no statement on this connection, unanswered for ${waited} s: the connection is lost`,
+            : `Postgres runs no statement on this connection's backend, unanswered for ${waited} s: the connection is lost`,
         );
         // pg closes a client with a statement under way at once; the statement fails with it.
         void client.end().catch(() => {});
@@ -287,7 +288,13 @@ function busyWarning(log: FastifyBaseLogger, poolSize: number): () => void {
 }
 
 const PROBE = `select pg_is_in_recovery() or current_setting('transaction_read_only')::boolean as "readOnly"`;
-const RUNNING = 'select state from pg_stat_activity where pid = $1';
+// The backend, ended when it is idle (between statements, maybe in a transaction whose locks it
+// holds until idle_in_transaction_session_timeout): its client will never send it anything again.
+const END_IF_IDLE = `select state, case when state like 'idle%' then pg_terminate_backend(pid) end as ended
+  from pg_stat_activity where pid = $1`;
+// The highest process id Linux gives (PID_MAX_LIMIT): PgBouncer tells its clients random numbers,
+// mostly above it, for the backends it shares out.
+const PID_MAX = 4_194_304;
 
 /**
  * Whether Postgres answers, and takes writes, asked on a connection of the probe's own (made at the first
@@ -295,7 +302,7 @@ const RUNNING = 'select state from pg_stat_activity where pid = $1';
  * the pool: a loaded gateway has no connection free, and taking it out of service would move its
  * load onto the others. The pool asks it too when every connection stayed in use, since a Postgres
  * that hangs holds them as well as a busy one does, and when a statement went unanswered past its
- * deadline (`silent`, then `running`).
+ * deadline (`silent`, then `lost`).
  */
 function ownConnectionProbe(options: pg.ClientConfig) {
   let connected: Promise<pg.Client> | undefined;
@@ -351,18 +358,19 @@ function ownConnectionProbe(options: pg.ClientConfig) {
         (error: DependencyUnavailableError) => NO_ANSWER.test((error.cause as Error)?.message ?? ''),
       ),
     /**
-     * Whether the backend of `pid` may be running a statement now (or waiting in one: a lock, a
-     * commit held by a synchronous standby), asked on the probe's connection: false only when it is
-     * idle; undefined when Postgres knows no such backend, as through PgBouncer, whose clients are
-     * given numbers of its own.
+     * Whether the connection of backend `pid` is lost, asked on the probe's connection: its backend
+     * is idle, between statements, while a statement of it waits for an answer (then it is ended, so
+     * that it lets go of its transaction's locks), or there is no such backend (ended, or a failover
+     * moved the address to another server). Not a number PgBouncer made up, which no backend has.
+     * Anything else (`active`, waiting for a lock or a synchronous standby, a fast-path call,
+     * `disabled` where track_activities is off) may be running it.
      */
-    async running(pid: number): Promise<boolean | undefined> {
+    async lost(pid: number): Promise<boolean> {
       connected ??= connect();
       const client = await connected;
-      const { rows } = await client.query<{ state: string | null }>(RUNNING, [pid]);
-      // Idle, or idle in a transaction: between statements. Anything else (`active`, a fast-path
-      // call, `disabled` where track_activities is off) may be running this one.
-      return rows[0] === undefined ? undefined : !rows[0].state?.startsWith('idle');
+      const { rows } = await client.query<{ state: string | null }>(END_IF_IDLE, [pid]);
+      if (rows[0] === undefined) return pid > 0 && pid <= PID_MAX;
+      return rows[0].state?.startsWith('idle') === true;
     },
     /**
      * Whether Postgres answered lately: no after two questions in a row went unanswered (one may be
@@ -445,7 +453,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
             schemaKnownCurrent: () => schema.knownCurrent(),
             deadline: statementTimeout * 1000 + STATEMENT_MARGIN_MS,
             silent: probe.silent,
-            running: probe.running,
+            lost: probe.lost,
           },
           busy,
         ),
