@@ -135,21 +135,20 @@ export function hasLocalStorage(): boolean {
  * so pair it with a strict CSP.
  */
 export function localStorageStorage(key = 'tessera.tokens'): TokenStorage {
-  const area = pageLocalStorage;
   const read = () => {
-    const text = area()?.getItem(key);
+    const text = pageLocalStorage()?.getItem(key);
     return text ? parseTokenSet(text) : null;
   };
   return {
     key,
     get: read,
     set(tokens) {
-      const storage = area();
+      const storage = pageLocalStorage();
       if (!storage) throw new Error('localStorageStorage: there is no localStorage here');
       storage.setItem(key, JSON.stringify(tokens));
     },
     clear() {
-      area()?.removeItem(key);
+      pageLocalStorage()?.removeItem(key);
     },
     // The storage event fires in every other tab of the origin once a write reached it, which a
     // message between tabs may outrun; null key: the whole area was cleared.

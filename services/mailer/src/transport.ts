@@ -58,16 +58,12 @@ function smtpTransport(url: string, config: MailerConfig): MailTransport {
       // nodemailer's MailComposer and plugins, most of the CPU a send costs.
       const message = prebuilt(await build(email));
       await new Promise<void>((resolve, reject) => {
-        pool.send(message, (error) => (error ? reject(error) : resolve()));
-      }).then(
-        () => {
-          lastAccepted = performance.now();
-        },
-        (error: unknown) => {
-          lastAccepted = Number.NEGATIVE_INFINITY;
-          throw error;
-        },
-      );
+        pool.send(message, (error) => {
+          lastAccepted = error ? Number.NEGATIVE_INFINITY : performance.now();
+          if (error) reject(error);
+          else resolve();
+        });
+      });
     },
     async verify() {
       // The last send accepted, within the time a pooled connection stays open, says more than a new
