@@ -1,7 +1,9 @@
 import { DependencyUnavailableError } from '@tessera/contracts';
 import { Cluster, type Command, Redis, type RedisOptions, ReplyError } from 'ioredis';
 
-// Server replies that mean "not now" rather than "wrong", by their error code (the reply's first word).
+// Server replies that mean "not now" rather than "wrong", by their error code (the reply's first word):
+// among them a full memory (OOM), a snapshot or append-only file it cannot write, a full disk most
+// often (MISCONF), and too few replicas for its `min-replicas-to-write` (NOREPLICAS).
 const TRANSIENT_REPLIES = new Set([
   'LOADING',
   'BUSY',
@@ -10,6 +12,8 @@ const TRANSIENT_REPLIES = new Set([
   'TRYAGAIN',
   'READONLY',
   'OOM',
+  'MISCONF',
+  'NOREPLICAS',
 ]);
 
 function classify(error: Error): Error {

@@ -1,15 +1,20 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type PrivateRedis, startPrivateRedis } from '@tessera/testing';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, body, post, signIn, startGateway, type TestGateway } from './helpers.ts';
 
 // A Redis of this file's own, made to refuse the gateway's commands as real ones do: a replica
-// (READONLY), a full one (OOM), one that is down.
+// (READONLY), a full one (OOM), one whose snapshot failed (MISCONF), one short of replicas
+// (NOREPLICAS), one that is down.
 let redis: PrivateRedis;
 let admin: Redis;
 let gateway: TestGateway;
 beforeAll(async () => {
-  redis = await startPrivateRedis();
+  // Protected configs (its folder) may be set: a snapshot is made to fail by moving it.
+  redis = await startPrivateRedis(['--enable-protected-configs', 'yes']);
   admin = new Redis(redis.url, { retryStrategy: () => 200 });
   gateway = await startGateway({ REDIS_URL: redis.url, RATE_LIMIT_MAX: '1000' });
 });
@@ -18,6 +23,18 @@ afterAll(async () => {
   admin?.disconnect();
   await redis?.remove();
 });
+
+/** A snapshot that fails (its folder gone as it writes), with snapshots configured: Redis's MISCONF. */
+async function failSnapshot() {
+  const [, dir] = (await admin.config('GET', 'dir')) as [string, string];
+  const gone = await mkdtemp(path.join(tmpdir(), 'tessera-redis-gone-'));
+  await admin.config('SET', 'dir', gone);
+  await rm(gone, { recursive: true });
+  await admin.config('SET', 'save', '3600 1');
+  await admin.bgsave();
+  await vi.waitFor(async () => expect(await admin.info('persistence')).toMatch(/rdb_last_bgsave_status:err/));
+  await admin.config('SET', 'dir', dir);
+}
 
 let people = 0;
 const send = () => post(gateway.app, '/api/v1/auth/send-otp-email', { email: `p${++people}@example.com` });
@@ -40,6 +57,17 @@ describe('Redis refusing writes', () => {
       reply: 'OOM',
       refuse: () => admin.config('SET', 'maxmemory', '1'),
       restore: () => admin.config('SET', 'maxmemory', '0'),
+    },
+    {
+      // Its snapshot failed (a full disk, most often): Redis refuses writes until one succeeds.
+      reply: 'MISCONF',
+      refuse: failSnapshot,
+      restore: () => admin.config('SET', 'save', ''),
+    },
+    {
+      reply: 'NOREPLICAS',
+      refuse: () => admin.config('SET', 'min-replicas-to-write', '1'),
+      restore: () => admin.config('SET', 'min-replicas-to-write', '0'),
     },
   ])(
     'is an outage when it answers $reply: 503 with Retry-After, then served again',
