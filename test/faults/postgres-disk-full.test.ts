@@ -10,7 +10,8 @@ import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 // Postgres out of disk: Tessera's tables on a 2 MB filesystem of their own (a tmpfs, whose mount
 // takes root, as CI runs the tests), filled up. A sign-in then needs room Postgres cannot get
 // (SQLSTATE 53100): the enveloped 503 with Retry-After of an outage, not a 500; the log says why in
-// one warning; the code is given back and signs in once there is room again.
+// one warning; the code is given back and signs in once there is room again. A sign-out, which needs
+// room only for its security event, stands without it, as when the event's row is refused.
 
 const run = promisify(execFile);
 
@@ -48,20 +49,59 @@ afterAll(async () => {
 const signIn = (email: string, code: string) =>
   tessera.call('POST', '/api/v1/auth/verify-otp-email', { email, code });
 
-it('answers 503 while Postgres has no room to write, says why once, and signs in with the same code after', {
+/** Postgres's error once `statement` found no room, run as often as it finds some. */
+async function untilFull(statement: string): Promise<unknown> {
+  for (;;) {
+    const error = await admin.query(statement).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    if (error) return error;
+  }
+}
+
+/** The gateway's log lines so far. */
+const logLines = () =>
+  tessera.gateway
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+
+it('answers 503 to what finds no room, says why, lets a sign-out stand without its event, and signs in with the same code after', {
   timeout: 60_000,
 }, async () => {
+  // Someone signed in on two devices, one of them since signed out (the ended sessions' index has a page).
+  const owner = 'owner@example.com';
+  const first = await signIn(owner, await tessera.codeByEmail(owner));
+  const second = await signIn(owner, await tessera.codeByEmail(owner));
+  const revoke = ({ json }: typeof first) =>
+    tessera.call(
+      'POST',
+      '/api/v1/auth/revoke-token',
+      { refreshToken: json.data.refreshToken },
+      json.data.accessToken,
+    );
+  expect((await revoke(first)).status).toBe(200);
   const email = 'disk-full@example.com';
   const code = await tessera.codeByEmail(email);
 
   await admin.query('create table filler (b bytea) tablespace small');
-  const full = await (async () => {
-    for (;;)
-      await admin.query(
-        "insert into filler select decode(repeat('ab', 8000), 'hex') from generate_series(1, 20)",
-      );
-  })().catch((error: pg.DatabaseError) => error);
-  expect(full).toMatchObject({ code: '53100' });
+  expect(
+    await untilFull(
+      "insert into filler select decode(repeat('ab', 8000), 'hex') from generate_series(1, 20)",
+    ),
+  ).toMatchObject({ code: '53100' });
+  // The security events' pages full too, with rows the size of a sign-out's: its event finds no room.
+  await admin.query('alter table security_events set (autovacuum_enabled = false)');
+  for (let refused = 0; refused < 10; refused++)
+    expect(
+      await untilFull(
+        `insert into security_events (type, user_id, session_id, ip_address, user_agent, details, created_at)
+         select 'session_revoked', user_id, session_id, ip_address, user_agent, '{"via":"refresh_token"}', created_at
+           from security_events where type = 'sign_in' limit 1`,
+      ),
+    ).toMatchObject({ code: '53100' });
 
   const refused = await signIn(email, code);
   expect(refused.status).toBe(503);
@@ -71,18 +111,21 @@ it('answers 503 while Postgres has no room to write, says why once, and signs in
   expect(refused.headers.get('tessera-error-code')).toBe('DEPENDENCY_UNAVAILABLE');
   // Reads go on, and a full disk is no gateway's to mend: readiness keeps the gateway in service.
   expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(200);
-  const lines = tessera.gateway
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
-  expect(lines.filter((line) => line.msg === 'unhandled error')).toEqual([]);
-  expect(lines.filter((line) => line.msg === 'postgres unavailable')).toEqual([
+  expect(logLines().filter((line) => line.msg === 'unhandled error')).toEqual([]);
+  expect(logLines().filter((line) => line.msg === 'postgres unavailable')).toEqual([
     expect.objectContaining({
       level: 40,
       code: '53100',
       reason: expect.stringMatching(/No space left on device/),
     }),
+  ]);
+
+  // A sign-out needs no new page but its event's: it stands without its record, which is logged.
+  expect((await revoke(second)).status).toBe(200);
+  const me = await tessera.call('GET', '/api/v1/users/me', undefined, second.json.data.accessToken);
+  expect(me.status).toBe(401);
+  expect(logLines().filter((line) => line.msg === 'could not record a security event')).toEqual([
+    expect.objectContaining({ level: 50, event: 'session_revoked' }),
   ]);
 
   await admin.query('drop table filler');
