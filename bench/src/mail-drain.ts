@@ -1,10 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { EMAIL_QUEUE } from '@tessera/contracts';
+import { SERVICE_ARGS } from '@tessera/infra/bundle';
 import { Queue } from 'bullmq';
 import { percentile } from './http-load.ts';
 import { meter } from './meter.ts';
 import { type Memory, memoryOf, NO_MEMORY } from './proc-stats.ts';
-import { freePort, runtimeEnv, SERVICE_ARGS, startService, waitUntilReady } from './processes.ts';
+import { freePort, runtimeEnv, startService, waitUntilReady } from './processes.ts';
 import type { Row } from './report.ts';
 import { startSmtpSink } from './smtp-sink.ts';
 import { baseEnv, QUEUE_PREFIX, SERVICE_NAMES, type Target, tracingEnv } from './target.ts';

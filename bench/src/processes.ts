@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { BUNDLES } from '@tessera/infra/bundle';
+import { SERVICE_ARGS } from '@tessera/infra/bundle';
 
 /** Where the measured processes and the load generator run (`taskset` core lists), or nothing when unpinned. */
 export interface Pinning {
@@ -38,16 +38,6 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
-
-/** V8's heap sized as `pnpm start` and the image size it (README, Operations: Memory), so RSS is what runs. */
-const HEAP = ['--max-semi-space-size=4', '--max-old-space-size=128'];
-const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
-
-/** Each service's node arguments as `pnpm start` and the image run it: its bundle. */
-export const SERVICE_ARGS = {
-  gateway: [...HEAP, ...TELEMETRY, BUNDLES.gateway.output],
-  mailer: [...HEAP, ...TELEMETRY, BUNDLES.mailer.output],
-};
 
 /**
  * The process environment of `pnpm start` and the image: the compile cache of a checkout (so a

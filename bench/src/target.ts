@@ -3,6 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SERVICE_ARGS } from '@tessera/infra/bundle';
 import pg from 'pg';
 import type { Cleanup } from './cleanup.ts';
 import { GatewayClient } from './gateway-client.ts';
@@ -15,7 +16,6 @@ import {
   type Pinning,
   pinProcess,
   runtimeEnv,
-  SERVICE_ARGS,
   type Service,
   startService,
   waitUntilReady,

@@ -17,6 +17,16 @@ export const BUNDLES = {
   mailer: { entry: 'services/mailer/src/main.ts', output: 'services/mailer/dist/main.js' },
 } as const;
 
+/** V8's heap sized as `pnpm start` and the image size it (README, Operations: Memory). */
+const HEAP = ['--max-semi-space-size=4', '--max-old-space-size=128'];
+const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
+
+/** Each service's node arguments, from the repository's root, as `pnpm start` and the image run it. */
+export const SERVICE_ARGS = {
+  gateway: [...HEAP, ...TELEMETRY, BUNDLES.gateway.output],
+  mailer: [...HEAP, ...TELEMETRY, BUNDLES.mailer.output],
+};
+
 // Loaded from node_modules as before: OpenTelemetry's instrumentation patches pg and ioredis as they
 // load; pino and the docs' Swagger UI read files that sit beside their modules. (The OpenTelemetry API
 // bundled in finds the SDK that `--import @tessera/telemetry/register` started: it registers globally.)

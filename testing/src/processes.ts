@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BUNDLES } from '@tessera/infra/bundle';
+import { type BUNDLES, SERVICE_ARGS } from '@tessera/infra/bundle';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -344,18 +344,14 @@ export interface ServiceProcess {
 
 /**
  * A Tessera service as its own process, started as `pnpm start` and the image start it: its bundle
- * (built by the integration tests' global setup).
+ * (built by the integration tests' global setup), its heap as small.
  */
 export function startService(service: keyof typeof BUNDLES, env: Record<string, string>): ServiceProcess {
-  const child = spawn(
-    process.execPath,
-    ['--import', './packages/telemetry/src/register.ts', BUNDLES[service].output],
-    {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, SERVICE_ARGS[service], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: string[] = [];
   child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));

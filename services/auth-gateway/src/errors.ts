@@ -36,7 +36,7 @@ export const ERRORS = {
     detail: '',
     when: 'the request did not arrive whole within `REQUEST_TIMEOUT`',
   },
-  HEADERS_TOO_LARGE: { status: 431, detail: '', when: 'the headers are larger than Node reads' },
+  HEADERS_TOO_LARGE: { status: 431, detail: '', when: 'the headers take more than 8 KB or 100 lines' },
   RATE_LIMITED: { status: 429, detail: 'Too many requests from this IP address' },
 
   // Who is calling
