@@ -7,6 +7,7 @@ import {
   createTestDatabase,
   createTestRedis,
   jsonClient,
+  type ProcessLimits,
   type ServiceProcess,
   type SmtpSink,
   startGatewayProcess,
@@ -33,6 +34,8 @@ export interface Backends {
 
 export interface Tessera {
   baseUrl: string;
+  /** The gateway's operations port (metrics, health). */
+  opsUrl: string;
   gateway: ServiceProcess;
   /** Starts a mailer process (as many as the test wants), with `env` besides the shared settings. */
   startMailer(env?: Record<string, string>): ServiceProcess;
@@ -46,7 +49,11 @@ export interface Tessera {
   stop(): Promise<void>;
 }
 
-export async function startTessera(backends: Backends, env: Record<string, string> = {}): Promise<Tessera> {
+export async function startTessera(
+  backends: Backends,
+  env: Record<string, string> = {},
+  gatewayLimits: ProcessLimits = {},
+): Promise<Tessera> {
   const { sink } = backends;
   const shared = {
     APP_ENV: 'production',
@@ -69,7 +76,7 @@ export async function startTessera(backends: Backends, env: Record<string, strin
     OTP_SECRET: 'faults-otp-secret-0123456789abcdef0123456789',
     OTP_RESEND_COOLDOWN: '0',
   };
-  const { gateway, url: baseUrl } = await startGatewayProcess(gatewayEnv);
+  const { gateway, url: baseUrl, opsUrl } = await startGatewayProcess(gatewayEnv, gatewayLimits);
   const mailers: ServiceProcess[] = [];
 
   const call = jsonClient(baseUrl);
@@ -78,6 +85,7 @@ export async function startTessera(backends: Backends, env: Record<string, strin
 
   return {
     baseUrl,
+    opsUrl,
     gateway,
     startMailer(env = {}) {
       const mailer = startService('mailer', {
@@ -126,19 +134,25 @@ export async function startTessera(backends: Backends, env: Record<string, strin
  * Tessera (with `env` besides the defaults) on a redis-server of the test's own (started with
  * `redisArgs`), with a database and an SMTP sink of its own; `remove` stops Tessera and removes all three.
  */
-export async function startOnPrivateRedis(redisArgs: string[] = [], env: Record<string, string> = {}) {
+export async function startOnPrivateRedis(
+  redisArgs: string[] = [],
+  env: Record<string, string> = {},
+  gatewayLimits: ProcessLimits = {},
+) {
   const [redis, database, sink] = await Promise.all([
     startPrivateRedis(redisArgs),
     createTestDatabase(),
     startSmtpSink(),
   ]);
   const removeBackends = () => Promise.all([redis.remove(), database.drop(), sink.close()]);
-  const tessera = await startTessera({ databaseUrl: database.url, redisUrl: redis.url, sink }, env).catch(
-    async (error: unknown) => {
-      await removeBackends();
-      throw error;
-    },
-  );
+  const tessera = await startTessera(
+    { databaseUrl: database.url, redisUrl: redis.url, sink },
+    env,
+    gatewayLimits,
+  ).catch(async (error: unknown) => {
+    await removeBackends();
+    throw error;
+  });
   return {
     redis,
     sink,

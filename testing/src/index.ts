@@ -7,6 +7,7 @@ export {
   type PgBouncer,
   type PrivatePostgres,
   type PrivateRedis,
+  type ProcessLimits,
   type ServiceProcess,
   startGatewayProcess,
   startPgBouncer,

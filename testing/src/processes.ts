@@ -342,12 +342,24 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** What a service process may use of the machine: its limit of open files (`ulimit -n`). */
+export interface ProcessLimits {
+  openFiles?: number;
+}
+
 /**
  * A Tessera service as its own process, started as `pnpm start` and the image start it: its bundle
  * (built by the integration tests' global setup), its heap as small.
  */
-export function startService(service: keyof typeof BUNDLES, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, SERVICE_ARGS[service], {
+export function startService(
+  service: keyof typeof BUNDLES,
+  env: Record<string, string>,
+  { openFiles }: ProcessLimits = {},
+): ServiceProcess {
+  const node = [process.execPath, ...SERVICE_ARGS[service]];
+  // prlimit sets the limit, then runs node in its own process.
+  const [command = '', ...args] = openFiles ? ['prlimit', `--nofile=${openFiles}`, '--', ...node] : node;
+  const child = spawn(command, args, {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -380,17 +392,24 @@ interface GatewayProcess {
  * and logged that it listens there: not another test's gateway that took the port meanwhile. Ours
  * then exits at once, and starts again on other ports.
  */
-export async function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  limits: ProcessLimits = {},
+): Promise<GatewayProcess> {
   for (let attempt = 1; ; attempt++) {
     const [port, opsPort] = [await freePort(), await freePort()];
     const [url, opsUrl] = [`http://127.0.0.1:${port}`, `http://127.0.0.1:${opsPort}`];
-    const gateway = startService('gateway', {
-      ...env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      OPS_PORT: String(opsPort),
-      OPS_HOST: '127.0.0.1',
-    });
+    const gateway = startService(
+      'gateway',
+      {
+        ...env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OPS_PORT: String(opsPort),
+        OPS_HOST: '127.0.0.1',
+      },
+      limits,
+    );
     const ready = () =>
       fetch(`${url}/health/ready`).then(
         (response) => response.ok,

@@ -95,7 +95,10 @@ export async function buildApp(
   });
 
   // Reading and answering requests
-  await app.register(connections, { max: config.http.maxConnections });
+  await app.register(connections, {
+    max: config.http.maxConnections,
+    databasePool: config.database.poolSize,
+  });
   await app.register(clientAddress, { behindProxy: config.http.trustProxy !== false });
   await app.register(errorHandler, errors);
   // Security headers first: the 503 of a drain carries them too.
