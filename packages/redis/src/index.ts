@@ -31,6 +31,11 @@ const classified = new WeakSet<Command>();
 // ioredis's rejection of a command that got no answer within its `commandTimeout`.
 const TIMED_OUT = 'Command timed out';
 
+/** What a connection replaced for its silence emits as its error (ClassifyingRedis). */
+class SilentConnectionError extends Error {
+  override name = 'SilentConnectionError';
+}
+
 function classifyRejection(command: Command, unanswered?: () => void): void {
   if (classified.has(command)) return;
   classified.add(command);
@@ -43,13 +48,15 @@ function classifyRejection(command: Command, unanswered?: () => void): void {
 
 /**
  * Whether an error is the connection's rather than the server's answer: a socket's (reset, refused,
- * timed out: Node's errors name their system call), ioredis's on a closed connection, or a command's
- * rejected for want of a connection. A full Redis's OOM (a reply, if one that `classify` calls
+ * timed out: Node's errors name their system call), ioredis's on a closed connection, a connection's
+ * replaced for its silence, or a command's rejected for want of a connection. A full Redis's OOM (a reply, if one that `classify` calls
  * unavailable) is not: the connection stays up and reports nothing.
  */
 export function isConnectionError(error: Error): boolean {
   if (error instanceof DependencyUnavailableError) return !(error.cause instanceof ReplyError);
-  return 'syscall' in error || error.message === 'Connection is closed.';
+  return (
+    'syscall' in error || error.message === 'Connection is closed.' || error instanceof SilentConnectionError
+  );
 }
 
 /**
@@ -98,7 +105,7 @@ class ClassifyingRedis extends Redis {
     // ioredis's own, which its types call private (the version is pinned, its patch too).
     (this as unknown as { flushQueue(error: Error): void }).flushQueue(new Error(TIMED_OUT));
     const silent = Math.round((now - Math.max(this.#heardAt, this.#timedOutAt - timeout)) / 1000);
-    this.emit('error', new Error(`no answer to commands for ${silent} s: connecting again`));
+    this.emit('error', new SilentConnectionError(`no answer to commands for ${silent} s: connecting again`));
     this.disconnect(true);
   };
 }

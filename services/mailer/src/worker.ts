@@ -148,18 +148,29 @@ function failingSpan<R>(processor: (job: Job<EmailJobData>) => Promise<R>) {
   };
 }
 
+// A command of the worker's connection (a job's fetch or completion, an acceptance record, a lock's
+// extension) unanswered this long fails; after two such with nothing heard between, the connection is
+// replaced (@tessera/redis). Without it, a connection lost on the way without a word (a NAT or
+// firewall that forgot it) held every job until the kernel gave up on it, ~15 minutes.
+const WORKER_COMMAND_TIMEOUT_MS = 10_000;
+
 /**
  * The worker's connection. On one Redis server its commands are auto-pipelined: those issued in the
  * same turn of the event loop (job completions, acceptance records, fetches) go out in one write and
- * come back in one read instead of a round trip each. BullMQ's blocking connection, a duplicate of
- * this one, must not be (its BZPOPMIN would hold back whatever shares its pipeline). A cluster
- * client keeps the role's settings.
+ * come back in one read instead of a round trip each, and each must be answered within
+ * WORKER_COMMAND_TIMEOUT_MS. BullMQ's blocking connection, a duplicate of this one, has neither: its
+ * BZPOPMIN would hold back whatever shares its pipeline, and blocks for up to 10 s (BullMQ itself
+ * connects it again when it overstays). A cluster client keeps the role's settings.
  */
 function workerConnection(target: RedisTarget): RedisClient {
   if (target.clusterNodes) return createRedis(target, 'worker', () => {});
-  const connection = createRedis(target, 'worker', () => {}, { enableAutoPipelining: true }) as Redis;
+  const connection = createRedis(target, 'worker', () => {}, {
+    enableAutoPipelining: true,
+    commandTimeout: WORKER_COMMAND_TIMEOUT_MS,
+  }) as Redis;
   const duplicate = connection.duplicate.bind(connection);
-  connection.duplicate = (override) => duplicate({ ...override, enableAutoPipelining: false });
+  connection.duplicate = (override) =>
+    duplicate({ ...override, enableAutoPipelining: false, commandTimeout: undefined });
   return connection;
 }
 

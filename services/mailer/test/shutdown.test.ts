@@ -20,6 +20,7 @@ import {
   type TestRedis,
 } from '@tessera/testing';
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 // The mailer as an operator runs it, stopped by SIGTERM in the middle of its work: the jobs it has
@@ -236,3 +237,58 @@ it('takes a reset of its Redis connections for a short outage: one warning and i
     await proxy.close();
   }
 }, 30_000);
+
+it('takes its Redis connections dropped without a word (a NAT that forgot them): it says so, connects again and sends', async () => {
+  const proxy = await startTcpProxy(redis.url);
+  try {
+    const from = output.length;
+    const log = () => output.slice(from).join('');
+    const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
+    await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
+    // Idle: its blocking connection waits for a job (BZPOPMIN), its set-up done.
+    const clients = new Redis(redis.url);
+    try {
+      await until(
+        async () =>
+          String(await clients.call('CLIENT', 'LIST'))
+            .split('\n')
+            .some((client) => client.includes(redis.bullmqPrefix) && client.includes('cmd=bzpopmin')),
+        'the mailer to wait for jobs',
+      );
+    } finally {
+      clients.disconnect();
+    }
+    proxy.abandon();
+
+    const to = 'after.abandon@example.com';
+    const keys = parseMailJobKeys(MAIL_JOB_KEY);
+    await queue.add(
+      SEND_OTP_JOB,
+      // A code's lifetime (OTP_TTL), which the wait must not outlast.
+      { to, sealedCode: sealCode('4343', to, keys), expiresAt: new Date(Date.now() + 300_000).toISOString() },
+      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-0000000a4343') },
+    );
+    // Its commands go unanswered twice, 10 s each, a retry's 15 s apart: sent within about a minute
+    // (BullMQ's blocking connection, which took the job's wake-up with it, it replaces itself).
+    await until(
+      () => sink.messages.some((mail) => mail.to.includes(to)),
+      'the email queued after the drop',
+      90_000,
+    );
+
+    // Told as the connection's trouble, at warn: no error, no stack of a failed job.
+    const warnings = log()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"Redis connection error"'))
+      .map((line) => JSON.parse(line).err.message);
+    expect(warnings).toContainEqual(
+      expect.stringMatching(/^no answer to commands for \d+ s: connecting again$/),
+    );
+    expect(log()).toContain('"msg":"Redis connection is back"');
+    expect(log()).not.toContain('"level":50');
+    mailer.child.kill('SIGTERM');
+    expect(await mailer.exited, log()).toBe(0);
+  } finally {
+    await proxy.close();
+  }
+}, 120_000);
