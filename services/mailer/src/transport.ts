@@ -161,7 +161,12 @@ function outboxTransport(config: MailerConfig): MailTransport {
         config.smtp.outboxDir,
         `${new Date().toISOString().replaceAll(':', '-')}-${randomUUID().slice(0, 8)}-${name}.eml`,
       );
-      await fs.writeFile(file, info.message as Buffer, { mode: 0o600, flag: 'wx' });
+      await fs.writeFile(file, info.message as Buffer, { mode: 0o600, flag: 'wx' }).catch(async (error) => {
+        // No part of an email left behind for each attempt on a full disk (the job is retried); a
+        // file that was there already (EEXIST) is another's.
+        if (error.code !== 'EEXIST') await fs.rm(file, { force: true }).catch(() => {});
+        throw error;
+      });
     },
     verify: async () => {},
     close: () => outbox.close(),

@@ -1,5 +1,5 @@
 import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import {
   UnsupportedKeyError,
   verificationKeyFromPem,
 } from './keys.ts';
+import { loadTokenKeys } from './load-keys.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -29,6 +30,19 @@ describe('development signing key', () => {
     // Readable by its owner alone, in a folder only its owner may list.
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await stat(path.dirname(file))).mode & 0o777).toBe(0o700);
+  });
+
+  it('is said not to be creatable where its folder cannot be made, naming the way out', async () => {
+    const notAFolder = path.join(dir, 'file');
+    await writeFile(notAFolder, '');
+    const file = path.join(notAFolder, 'tessera', 'dev.pem');
+    const error = await loadTokenKeys({ privateKeyFile: file, createPrivateKeyFile: true }).catch(
+      (e: Error) => e,
+    );
+    expect((error as Error).name).toBe('ConfigError');
+    expect((error as Error).message).toBe(
+      `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${file}: cannot create the development signing key there (ENOTDIR): make that folder writable, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
+    );
   });
 
   it('is never generated where creation is not allowed (production)', async () => {

@@ -108,6 +108,17 @@ export function generateSigningKeyPem(alg: SigningAlgorithm = 'EdDSA'): string {
   return privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 }
 
+/** The key file was missing and could not be created there (a read-only or full disk, no folder). */
+export class KeyFileNotCreatedError extends Error {
+  override name = 'KeyFileNotCreatedError';
+  readonly code: string;
+  constructor(cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+    super(`cannot create the file (${code})`, { cause });
+    this.code = code;
+  }
+}
+
 /**
  * Reads the key file; when it is missing and `createIfMissing` (development), creates it once.
  * Several processes starting together agree on one key: the file appears atomically (link of a
@@ -117,11 +128,18 @@ export async function readKeyFile(file: string, createIfMissing: boolean): Promi
   try {
     return await fs.readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !createIfMissing) throw error;
+    // Missing, or a folder on its way is a file (which creating it will meet).
+    const code = (error as NodeJS.ErrnoException).code;
+    if ((code !== 'ENOENT' && code !== 'ENOTDIR') || !createIfMissing) throw error;
   }
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const temporary = `${file}.${randomUUID()}.tmp`;
-  await fs.writeFile(temporary, generateSigningKeyPem(), { mode: 0o600 });
+  try {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await fs.writeFile(temporary, generateSigningKeyPem(), { mode: 0o600 });
+  } catch (error) {
+    await fs.rm(temporary, { force: true }).catch(() => {});
+    throw new KeyFileNotCreatedError(error);
+  }
   try {
     await fs.link(temporary, file);
   } catch (error) {

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { ConfigError } from '@tessera/config';
 import {
+  KeyFileNotCreatedError,
   readKeyFile,
   type SigningKey,
   signingKeyFromPem,
@@ -73,6 +74,10 @@ async function readOrFail(where: string, read: () => Promise<string>): Promise<s
   try {
     return await read();
   } catch (error) {
+    if (error instanceof KeyFileNotCreatedError)
+      throw new ConfigError(
+        `Invalid configuration: ${where}: cannot create the development signing key there (${error.code}): make that folder writable, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
+      );
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new ConfigError(`Invalid configuration: ${where}: cannot read the file (${code})`);
   }
