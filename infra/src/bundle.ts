@@ -17,7 +17,7 @@ export const BUNDLES = {
   mailer: { entry: 'services/mailer/src/main.ts', output: 'services/mailer/dist/main.js' },
 } as const;
 
-/** V8's heap sized as `pnpm start` and the image size it (README, Operations: Memory). */
+/** V8's heap sized as `pnpm start` and the image size it (README, Operations: Memory; the Kubernetes manifests give larger semi-spaces). */
 const HEAP = ['--max-semi-space-size=4', '--max-old-space-size=128'];
 const TELEMETRY = ['--import', './packages/telemetry/src/register.ts'];
 

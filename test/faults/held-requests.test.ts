@@ -68,6 +68,10 @@ it('refuses headers past 100 lines or 8 KB at once, and survives every connectio
     statusCode: 431,
   });
 
+  // 150 lines of 2 KB in all, under the byte limit: 431 too.
+  const lined = await hold(1, `${START + lines(150, 12)}\r\n`);
+  expect((await Promise.all(lined.answers))[0]).toMatch(/^HTTP\/1\.1 431 /);
+
   // Just under both limits, on every connection the gateway keeps: held until the clients let go.
   const heavy = await hold(MAX_CONNECTIONS, START + lines(95, 84));
   await new Promise((resolve) => setTimeout(resolve, 2000));

@@ -69,7 +69,7 @@ export const GatewayConfigSchema = Type.Object({
     maxConnections: Int(
       'MAX_CONNECTIONS',
       4096,
-      'Connections to the public API one gateway process keeps open at most (at most 65,536); more are closed as they arrive. Each costs up to ~25 KB of memory while its request is read (its headers at most 8 KB and 100 lines), so raise it only with `--max-old-space-size` and the memory limit. Fewer, with a warning at start, when the process may not open that many files: its `ulimit -n` less `DATABASE_POOL_SIZE` and 128 (its own files, probes, Redis).',
+      'Connections to the public API one gateway process keeps open at most (at most 65,536); more are closed as they arrive. Each costs up to ~25 KB of memory while its request is read (its headers at most 8 KB and 100 lines), so raise it only with `--max-old-space-size` and the memory limit. Fewer, with a warning at start, when the process may not open that many files: its hard limit of open files (`ulimit -Hn`, to which Node raises the soft one) less `DATABASE_POOL_SIZE` and 128 (its own files, probes, Redis).',
       { maximum: 65_536 },
     ),
     trustProxy: Text(

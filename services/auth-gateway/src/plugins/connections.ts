@@ -22,7 +22,7 @@ const openGauge = meter.createObservableGauge('tessera.http.connections.open', {
 // operations port's, with room.
 const OWN_DESCRIPTORS = 128;
 
-/** The process's limit of open files (its soft RLIMIT_NOFILE), where Linux tells it. */
+/** The process's limit of open files (its RLIMIT_NOFILE, which Node raises to the hard limit), where Linux tells it. */
 function openFileLimit(): number | undefined {
   try {
     const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
@@ -51,7 +51,7 @@ export default fp<{ max: number; databasePool: number }>(
     if (max < wanted)
       app.log.warn(
         { maxConnections: wanted, openFileLimit: limit, kept: max },
-        `MAX_CONNECTIONS (${wanted}) and the gateway's other connections need more files than this process may open (${limit}, ulimit -n): it keeps ${max} connections at most; raise the limit to keep ${wanted}`,
+        `MAX_CONNECTIONS (${wanted}) and the gateway's other connections need more files than this process may open (${limit}, ulimit -Hn): it keeps ${max} connections at most; raise the limit to keep ${wanted}`,
       );
     server.maxConnections = max;
     const crowded = Math.ceil(max * 0.9);

@@ -20,11 +20,12 @@ declare module 'fastify' {
 }
 
 // SQLSTATE classes and codes that say "not now": connection exceptions, a statement cancelled (its
-// timeout, or an operator), the server shutting down, a server short of a resource (a full disk,
-// memory, too many connections or open files), a disk's I/O error, a write to a read-only server (a
-// standby, before its promotion or after a failover left the gateway on it). Everything else the
-// server answers is about the query.
-const UNAVAILABLE_STATES = /^(08|53|57014$|57P0[123]$|58030$|25006$)/;
+// timeout, or an operator), the server shutting down, a server short of a resource (53000: open
+// files and the like; a full disk; too many connections), a disk's I/O error, a write to a read-only
+// server (a standby, before its promotion or after a failover left the gateway on it). Everything
+// else the server answers is about the query, out of memory (53200, which one query can cause on
+// every run) and a configured limit (53400) among them.
+const UNAVAILABLE_STATES = /^(08|53[013]00$|57014$|57P0[123]$|58030$|25006$)/;
 // A table or column that is not there (undefined_table, undefined_column): also "not now" while the
 // schema is not yet known to have every migration of this code (a gateway started before them).
 const SCHEMA_STATES = /^(42P01|42703)$/;

@@ -34,16 +34,16 @@ const BY_REFRESH_TOKEN: How = {
 const BY_SESSION_ID: How = { reason: 'signed_out', via: 'session_id', conflict: 'SESSION_ALREADY_ENDED' };
 
 /**
- * Whether Postgres refused a statement for want of a resource (SQLSTATE class 53: a full disk most
- * often), which an ending without its event may not need: the event is a new row, which may need a
- * new page, where the ending updates its session's row in place.
+ * Whether Postgres refused the statement for want of disk (SQLSTATE 53100), which an ending without
+ * its event may not need: the event is a new row, which may need a new page, where the ending
+ * updates its session's row in place.
  */
-const shortOfResources = (err: DependencyUnavailableError) =>
-  /^53/.test(String((err.cause as { code?: unknown } | undefined)?.code));
+const diskFull = (err: DependencyUnavailableError) =>
+  (err.cause as { code?: unknown } | undefined)?.code === '53100';
 
 /**
  * An ending statement with its security event; when that statement fails on anything but an outage
- * (the event's row refused, or Postgres short of room for it), once more without the event, which
+ * (the event's row refused, or the disk full for it), once more without the event, which
  * is logged as not recorded: the user's action stands without its record.
  */
 async function withEvent<T>(
@@ -54,7 +54,7 @@ async function withEvent<T>(
   try {
     return await run(true);
   } catch (err) {
-    if (err instanceof DependencyUnavailableError && !shortOfResources(err)) throw err;
+    if (err instanceof DependencyUnavailableError && !diskFull(err)) throw err;
     // Lost only once the action, run again without it, stood.
     const result = await run(false);
     eventLost(log, err, type);

@@ -41,7 +41,7 @@ describe('development signing key', () => {
     );
     expect((error as Error).name).toBe('ConfigError');
     expect((error as Error).message).toBe(
-      `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${file}: cannot create the development signing key there (ENOTDIR): make that folder writable, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
+      `Invalid configuration: JWT_PRIVATE_KEY_FILE: ${file}: cannot create the development signing key there (ENOTDIR): make its folder one that can be written, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
     );
   });
 

@@ -143,7 +143,7 @@ export async function readKeyFile(file: string, createIfMissing: boolean): Promi
   try {
     await fs.link(temporary, file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new KeyFileNotCreatedError(error);
   } finally {
     await fs.unlink(temporary);
   }

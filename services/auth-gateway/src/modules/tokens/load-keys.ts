@@ -76,7 +76,7 @@ async function readOrFail(where: string, read: () => Promise<string>): Promise<s
   } catch (error) {
     if (error instanceof KeyFileNotCreatedError)
       throw new ConfigError(
-        `Invalid configuration: ${where}: cannot create the development signing key there (${error.code}): make that folder writable, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
+        `Invalid configuration: ${where}: cannot create the development signing key there (${error.code}): make its folder one that can be written, or set JWT_PRIVATE_KEY_FILE or JWT_PRIVATE_KEY`,
       );
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new ConfigError(`Invalid configuration: ${where}: cannot read the file (${code})`);
