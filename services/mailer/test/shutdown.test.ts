@@ -17,6 +17,7 @@ import {
   startPrivateRedis,
   startSmtpSink,
   startTcpProxy,
+  type TcpProxy,
   type TestRedis,
 } from '@tessera/testing';
 import { Queue } from 'bullmq';
@@ -207,26 +208,38 @@ it('says it is ready only once Redis answers, when it starts before Redis, and t
   }
 }, 30_000);
 
+/** A mailer whose Redis connections go through a proxy of the test's, ready, with its log since it started. */
+async function mailerBehind(proxy: TcpProxy) {
+  const from = output.length;
+  const log = () => output.slice(from).join('');
+  const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
+  await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
+  // The worker's connection, its blocking one, and the queue's probe.
+  await until(() => proxy.connections() >= 3, 'the mailer to open its connections');
+  return { mailer, log };
+}
+
+/** Queues a code email to `to`, valid for a code's lifetime (OTP_TTL). */
+function queueCode(to: string, code: string) {
+  const keys = parseMailJobKeys(MAIL_JOB_KEY);
+  const expiresAt = new Date(Date.now() + 300_000).toISOString();
+  return queue.add(
+    SEND_OTP_JOB,
+    { to, sealedCode: sealCode(code, to, keys), expiresAt },
+    { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId(`00000000-0000-4000-8000-00000000${code}`) },
+  );
+}
+
 it('takes a reset of its Redis connections for a short outage: one warning and its end, no error, and it sends on', async () => {
   // The connections reset (RST), as a load balancer or a crashed server's host does, while Redis runs on.
   const proxy = await startTcpProxy(redis.url);
   try {
-    const from = output.length;
-    const log = () => output.slice(from).join('');
-    const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
-    await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
-    // The worker's connection, its blocking one, and the queue's probe.
-    await until(() => proxy.connections() >= 3, 'the mailer to open its connections');
+    const { mailer, log } = await mailerBehind(proxy);
     proxy.reset();
     await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
 
     const to = 'after.reset@example.com';
-    const keys = parseMailJobKeys(MAIL_JOB_KEY);
-    await queue.add(
-      SEND_OTP_JOB,
-      { to, sealedCode: sealCode('4242', to, keys), expiresAt: new Date(Date.now() + 60_000).toISOString() },
-      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-0000000a4242') },
-    );
+    await queueCode(to, '4242');
     await until(() => sink.messages.some((mail) => mail.to.includes(to)), 'the email queued after the reset');
 
     expect(log().match(/"msg":"Redis connection error"/g)).toHaveLength(1);
@@ -241,10 +254,7 @@ it('takes a reset of its Redis connections for a short outage: one warning and i
 it('takes its Redis connections dropped without a word (a NAT that forgot them): it says so, connects again and sends', async () => {
   const proxy = await startTcpProxy(redis.url);
   try {
-    const from = output.length;
-    const log = () => output.slice(from).join('');
-    const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
-    await until(() => log().includes('"msg":"mailer ready"'), 'the mailer to be ready');
+    const { mailer, log } = await mailerBehind(proxy);
     // Idle: its blocking connection waits for a job (BZPOPMIN), its set-up done.
     const clients = new Redis(redis.url);
     try {
@@ -261,13 +271,7 @@ it('takes its Redis connections dropped without a word (a NAT that forgot them):
     proxy.abandon();
 
     const to = 'after.abandon@example.com';
-    const keys = parseMailJobKeys(MAIL_JOB_KEY);
-    await queue.add(
-      SEND_OTP_JOB,
-      // A code's lifetime (OTP_TTL), which the wait must not outlast.
-      { to, sealedCode: sealCode('4343', to, keys), expiresAt: new Date(Date.now() + 300_000).toISOString() },
-      { ...EMAIL_JOB_OPTIONS, jobId: sendOtpJobId('00000000-0000-4000-8000-0000000a4343') },
-    );
+    await queueCode(to, '4343');
     // Its commands go unanswered twice, 10 s each, a retry's 15 s apart: sent within about a minute
     // (BullMQ's blocking connection, which took the job's wake-up with it, it replaces itself).
     await until(
