@@ -28,8 +28,11 @@ afterAll(async () => {
 async function failSnapshot() {
   const [, dir] = (await admin.config('GET', 'dir')) as [string, string];
   const gone = await mkdtemp(path.join(tmpdir(), 'tessera-redis-gone-'));
-  await admin.config('SET', 'dir', gone);
-  await rm(gone, { recursive: true });
+  try {
+    await admin.config('SET', 'dir', gone);
+  } finally {
+    await rm(gone, { recursive: true });
+  }
   await admin.config('SET', 'save', '3600 1');
   await admin.bgsave();
   await vi.waitFor(async () => expect(await admin.info('persistence')).toMatch(/rdb_last_bgsave_status:err/));
