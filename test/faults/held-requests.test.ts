@@ -1,7 +1,5 @@
-import { once } from 'node:events';
-import net from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startOnPrivateRedis } from './tessera.ts';
+import { holdRequests, startOnPrivateRedis } from './tessera.ts';
 
 // Clients that fill the gateway's connections (MAX_CONNECTIONS, 4,096 by default) with requests whose
 // headers never end, each as heavy as it may be, against the gateway as production runs it (a
@@ -10,37 +8,10 @@ import { startOnPrivateRedis } from './tessera.ts';
 const MAX_CONNECTIONS = 4096;
 
 let fault: Awaited<ReturnType<typeof startOnPrivateRedis>>;
-let port: number;
 beforeAll(async () => {
   fault = await startOnPrivateRedis();
-  port = Number(new URL(fault.tessera.baseUrl).port);
 });
 afterAll(() => fault?.remove());
-
-/** `count` connections that each send `head` and then nothing; resolves once all have sent it. */
-async function hold(count: number, head: string) {
-  const sockets: net.Socket[] = [];
-  const answers: Promise<string>[] = [];
-  for (let i = 0; i < count; i++) {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.on('error', () => {});
-    let received = '';
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk;
-    });
-    answers.push(new Promise((resolve) => socket.on('close', () => resolve(received))));
-    sockets.push(socket);
-    // Refused: the gateway is gone, which the test tells with its output.
-    if (
-      await once(socket, 'connect').then(
-        () => true,
-        () => false,
-      )
-    )
-      socket.write(head);
-  }
-  return { sockets, answers };
-}
 
 const START = 'POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n';
 /** Header lines of `each` bytes, `count` of them, CRLF included. */
@@ -53,6 +24,7 @@ const lines = (count: number, each: number) =>
 it('refuses headers past 100 lines or 8 KB at once, and survives every connection held with the most it allows', {
   timeout: 120_000,
 }, async () => {
+  const hold = (count: number, head: string) => holdRequests(fault.tessera.baseUrl, count, head);
   const gatewayAlive = () => fault.tessera.gateway.child.exitCode === null;
 
   // 900 short header lines (Node alone reads up to about 950), the headers unended: 431 at once, the

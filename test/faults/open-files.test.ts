@@ -1,7 +1,5 @@
-import { once } from 'node:events';
-import net from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startOnPrivateRedis } from './tessera.ts';
+import { holdRequests, startOnPrivateRedis } from './tessera.ts';
 
 // A gateway that may open few files (`ulimit -n` 256, as some hosts and container runtimes set it)
 // with MAX_CONNECTIONS left at 4,096: it keeps fewer connections, says so at start, and clients that
@@ -19,34 +17,20 @@ it('keeps fewer connections than its open files allow, says so, and stays live a
   timeout: 60_000,
 }, async () => {
   const { tessera } = fault;
-  const lines = tessera.gateway
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
-  const warning = lines.find((line) => line.maxConnections === 4096);
+  const warning = tessera.gateway.logLines().find((line) => line.maxConnections === 4096);
   expect(warning).toMatchObject({ level: 40, openFileLimit: OPEN_FILES, kept: expect.any(Number) });
-  expect(warning.msg).toMatch(/raise the limit/);
-  const { kept } = warning;
+  expect(warning?.msg).toMatch(/raise the limit/);
+  const kept: number = warning?.kept;
   expect(kept).toBeLessThan(OPEN_FILES);
 
   // Twice as many clients as the file limit, each with a request that never ends.
-  const port = Number(new URL(tessera.baseUrl).port);
-  const sockets: net.Socket[] = [];
+  const { sockets, answers } = await holdRequests(
+    tessera.baseUrl,
+    2 * OPEN_FILES,
+    'POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\n',
+  );
   let closed = 0;
-  for (let i = 0; i < 2 * OPEN_FILES; i++) {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.on('error', () => {});
-    socket.on('close', () => closed++);
-    sockets.push(socket);
-    if (
-      await once(socket, 'connect').then(
-        () => true,
-        () => false,
-      )
-    )
-      socket.write('POST /api/v1/auth/send-otp-email HTTP/1.1\r\nHost: t\r\n');
-  }
+  for (const answer of answers) void answer.then(() => closed++);
   await expect.poll(() => closed, { timeout: 10_000 }).toBe(2 * OPEN_FILES - kept);
 
   // Its probes answer meanwhile, on the operations port, and Postgres and Redis are reached.

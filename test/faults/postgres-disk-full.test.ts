@@ -1,8 +1,4 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
+import { mountSmallDisk, type SmallDisk } from '@tessera/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
@@ -13,26 +9,19 @@ import { startOnPrivatePostgres, type Tessera } from './tessera.ts';
 // one warning; the code is given back and signs in once there is room again. A sign-out, which needs
 // room only for its security event, stands without it, as when the event's row is refused.
 
-const run = promisify(execFile);
-
 let fault: Awaited<ReturnType<typeof startOnPrivatePostgres>>;
 let tessera: Tessera;
 let admin: pg.Client;
-let disk: string | undefined;
+let disk: SmallDisk | undefined;
 
 beforeAll(async () => {
   fault = await startOnPrivatePostgres();
   ({ tessera } = fault);
   tessera.startMailer();
-  disk = await mkdtemp(path.join(tmpdir(), 'tessera-small-disk-'));
-  await run('mount', ['-t', 'tmpfs', '-o', 'size=2m,uid=postgres,gid=postgres', 'tmpfs', disk]).catch(
-    (error: Error) => {
-      throw new Error(`mounting a tmpfs as Postgres's small disk takes root, as CI runs: ${error.message}`);
-    },
-  );
+  disk = await mountSmallDisk('2m', 'postgres');
   admin = new pg.Client({ connectionString: fault.databaseUrl });
   await admin.connect();
-  await admin.query(`create tablespace small location '${disk}'`);
+  await admin.query(`create tablespace small location '${disk.path}'`);
   // Every table and index of the database, empty yet: a sign-in must extend them.
   await admin.query('alter table all in tablespace pg_default set tablespace small');
   await admin.query('alter index all in tablespace pg_default set tablespace small');
@@ -40,10 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.end();
   await fault?.remove();
-  if (disk) {
-    await run('umount', [disk]).catch(() => {});
-    await rm(disk, { recursive: true, force: true });
-  }
+  await disk?.remove();
 });
 
 const signIn = (email: string, code: string) =>
@@ -59,14 +45,6 @@ async function untilFull(statement: string): Promise<unknown> {
     if (error) return error;
   }
 }
-
-/** The gateway's log lines so far. */
-const logLines = () =>
-  tessera.gateway
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
 
 it('answers 503 to what finds no room, says why, lets a sign-out stand without its event, and signs in with the same code after', {
   timeout: 60_000,
@@ -111,8 +89,8 @@ it('answers 503 to what finds no room, says why, lets a sign-out stand without i
   expect(refused.headers.get('tessera-error-code')).toBe('DEPENDENCY_UNAVAILABLE');
   // Reads go on, and a full disk is no gateway's to mend: readiness keeps the gateway in service.
   expect((await fetch(`${tessera.baseUrl}/health/ready`)).status).toBe(200);
-  expect(logLines().filter((line) => line.msg === 'unhandled error')).toEqual([]);
-  expect(logLines().filter((line) => line.msg === 'postgres unavailable')).toEqual([
+  expect(tessera.gateway.logLines().filter((line) => line.msg === 'unhandled error')).toEqual([]);
+  expect(tessera.gateway.logLines().filter((line) => line.msg === 'postgres unavailable')).toEqual([
     expect.objectContaining({
       level: 40,
       code: '53100',
@@ -124,9 +102,9 @@ it('answers 503 to what finds no room, says why, lets a sign-out stand without i
   expect((await revoke(second)).status).toBe(200);
   const me = await tessera.call('GET', '/api/v1/users/me', undefined, second.json.data.accessToken);
   expect(me.status).toBe(401);
-  expect(logLines().filter((line) => line.msg === 'could not record a security event')).toEqual([
-    expect.objectContaining({ level: 50, event: 'session_revoked' }),
-  ]);
+  expect(
+    tessera.gateway.logLines().filter((line) => line.msg === 'could not record a security event'),
+  ).toEqual([expect.objectContaining({ level: 50, event: 'session_revoked' })]);
 
   await admin.query('drop table filler');
   const signedIn = await signIn(email, code);

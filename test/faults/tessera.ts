@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { migrateToLatest } from '@tessera/infra';
 import {
@@ -199,4 +201,31 @@ export async function startOnPrivatePostgres(env: Record<string, string> = {}) {
     await removeBackends();
     throw error;
   }
+}
+
+/**
+ * `count` connections to the gateway at `baseUrl` that each send `head` and then nothing, as clients
+ * holding requests do; resolves once all have sent it (a refused one sends nothing: the gateway is
+ * gone, which the test tells with its output). `answers`: what each got until it was closed.
+ */
+export async function holdRequests(baseUrl: string, count: number, head: string) {
+  const port = Number(new URL(baseUrl).port);
+  const sockets: net.Socket[] = [];
+  const answers: Promise<string>[] = [];
+  for (let i = 0; i < count; i++) {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.on('error', () => {});
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk;
+    });
+    answers.push(new Promise((resolve) => socket.on('close', () => resolve(received))));
+    sockets.push(socket);
+    const connected = await once(socket, 'connect').then(
+      () => true,
+      () => false,
+    );
+    if (connected) socket.write(head);
+  }
+  return { sockets, answers };
 }

@@ -19,5 +19,6 @@ export {
 export { type RedisCluster, startRedisCluster } from './redis-cluster.ts';
 export { mentionsCode } from './secrets.ts';
 export { createTestDatabase, createTestRedis, type TestDatabase, type TestRedis } from './services.ts';
+export { mountSmallDisk, type SmallDisk } from './small-disk.ts';
 export { type ReceivedMail, type SmtpSink, type SmtpSinkOptions, startSmtpSink } from './smtp-sink.ts';
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';

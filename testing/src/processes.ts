@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { type BUNDLES, SERVICE_ARGS } from '@tessera/infra/bundle';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import type { Json } from './json-client.ts';
 
 // Processes a fault test owns: its own redis-server and Postgres server to kill and restart, and
 // Tessera's services as an operator runs them. Never the machine's shared servers.
@@ -338,6 +339,8 @@ export interface ServiceProcess {
   child: ChildProcess;
   /** Everything it wrote to stdout and stderr so far. */
   output(): string;
+  /** Its JSON log lines so far, parsed. */
+  logLines(): Json[];
   /** Sends `signal` and resolves with the exit code (null when a signal ended it). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -370,6 +373,12 @@ export function startService(
   return {
     child,
     output: () => chunks.join(''),
+    logLines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line)),
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       // 'close', not 'exit': by then its last lines are read too.

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { mountSmallDisk, type SmallDisk } from '@tessera/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createTransport } from '../src/transport.ts';
@@ -10,23 +8,15 @@ import { createTransport } from '../src/transport.ts';
 // Development's outbox on a full disk (a 64 KB tmpfs, filled; its mount takes root, as CI runs the
 // tests): the send fails, and is retried as any failed send, with no empty email left behind.
 
-const run = promisify(execFile);
-let outbox: string | undefined;
+let outbox: SmallDisk | undefined;
 beforeAll(async () => {
-  outbox = await mkdtemp(path.join(tmpdir(), 'tessera-full-outbox-'));
-  await run('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', outbox]).catch((error: Error) => {
-    throw new Error(`mounting a tmpfs as a full outbox takes root, as CI runs: ${error.message}`);
-  });
-  await writeFile(path.join(outbox, 'filler'), Buffer.alloc(64 * 1024)).catch(() => {});
+  outbox = await mountSmallDisk('64k');
+  await writeFile(path.join(outbox.path, 'filler'), Buffer.alloc(64 * 1024)).catch(() => {});
 });
-afterAll(async () => {
-  if (!outbox) return;
-  await run('umount', [outbox]).catch(() => {});
-  await rm(outbox, { recursive: true, force: true });
-});
+afterAll(() => outbox?.remove());
 
 it('fails the send on a full outbox and leaves no part of the email there', async () => {
-  const dir = outbox ?? '';
+  const dir = outbox?.path ?? '';
   const transport = createTransport(loadConfig({ APP_ENV: 'development', MAIL_OUTBOX_DIR: dir }));
   try {
     const email = {
