@@ -73,6 +73,8 @@ export async function buildApp(
     // A request not received whole within REQUEST_TIMEOUT, its headers included, is a 408 (checked
     // every second, not Node's 30 s), so that clients sending nothing more cannot pile up connections.
     requestTimeout: config.http.requestTimeout * 1000,
+    // An idle connection's life: longer than a proxy in front keeps its own (KEEP_ALIVE_TIMEOUT).
+    keepAliveTimeout: config.http.keepAliveTimeout * 1000,
     http: {
       // Node would answer an HTTP/1.1 request without Host with a bare 400; http-security envelopes it.
       requireHostHeader: false,

@@ -66,6 +66,12 @@ export const GatewayConfigSchema = Type.Object({
       'Seconds (at most 300) a client may take to send a whole request, headers and body; past it the answer is 408 and the connection is closed (only closed, for a request answered before its body arrived). A client that never finishes its body would otherwise hold its connection for good.',
       { maximum: 300 },
     ),
+    keepAliveTimeout: Int(
+      'KEEP_ALIVE_TIMEOUT',
+      72,
+      "Seconds (at most 3,600) an idle keep-alive connection stays open; Node closes it a second later. A proxy or load balancer that keeps connections to the gateway open must close its idle ones sooner, or it may send a request on one the gateway is closing and answer it with its own 502: nginx's `keepalive_timeout` (60 s), HAProxy and AWS's Application Load Balancer (60 s) do by default; Google Cloud's Application Load Balancers keep theirs 600 s, so set more here (620).",
+      { maximum: 3600 },
+    ),
     maxConnections: Int(
       'MAX_CONNECTIONS',
       4096,

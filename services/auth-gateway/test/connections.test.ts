@@ -199,6 +199,31 @@ describe('connections', () => {
   });
 });
 
+describe('a connection kept alive', () => {
+  beforeEach(() => listening({ KEEP_ALIVE_TIMEOUT: '2' }));
+
+  it('idle, stays open KEEP_ALIVE_TIMEOUT for a proxy to send its next request on, and is then closed', async () => {
+    const client = connect();
+    await client.connected;
+    const answered = () => once(client.socket, 'data');
+    let first = answered();
+    client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+    await first;
+    // The answer says how long the connection stays; a proxy keeping its own longer gets a 502 now and then.
+    first = answered();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    client.socket.write('GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n');
+    await first;
+    const started = performance.now();
+    const received = await client.closed;
+    expect(received.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+    expect(received).toMatch(/^keep-alive: timeout=2\r$/im);
+    // Closed by the gateway, idle: 2 s and Node's 1 s later (72 s by default).
+    expect(performance.now() - started).toBeGreaterThan(1500);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
+
 describe('a client that leaves at once', () => {
   beforeEach(() => listening({}));
 
