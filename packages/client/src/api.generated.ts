@@ -416,12 +416,10 @@ export interface components {
             signupSource: string | null;
             signupCampaign: string | null;
             profilePhoto: string | null;
-            /** @enum {string|null} */
-            availabilityStatus: "available" | "busy" | "away" | "offline" | null;
+            availabilityStatus: ("available" | "busy" | "away" | "offline") | null;
             /** Format: date-time */
             birthDate: string | null;
-            /** @enum {string|null} */
-            gender: "female" | "male" | "non-binary" | "other" | "prefer-not-to-say" | null;
+            gender: ("female" | "male" | "non-binary" | "other" | "prefer-not-to-say") | null;
             interests: string[];
             expertise: string | null;
             email: string;
@@ -448,8 +446,7 @@ export interface components {
             timezone: string | null;
             /** Format: date-time */
             lastUsernameChangeDate: string | null;
-            /** @enum {string|null} */
-            accountDeletionStatus: "scheduled" | "cancelled" | "finalized" | null;
+            accountDeletionStatus: ("scheduled" | "cancelled" | "finalized") | null;
             /** Format: date-time */
             accountDeletionRequestedAt: string | null;
             /** Format: date-time */

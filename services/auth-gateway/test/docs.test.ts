@@ -188,6 +188,15 @@ describe('what a client or its generator reads', () => {
     expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
   });
 
+  it('documents a closed list or null as a union of the two, as generators read it', () => {
+    const user = resolve(document.components.schemas.User).properties;
+    for (const field of ['gender', 'availabilityStatus', 'accountDeletionStatus'])
+      expect(user[field].anyOf).toEqual([
+        { type: 'string', enum: expect.arrayContaining([expect.any(String)]) },
+        { type: 'null' },
+      ]);
+  });
+
   it('says that strings are trimmed before their patterns and lengths apply', () => {
     const patch = resolve(
       document.paths['/api/v1/users/me'].patch.requestBody.content['application/json'].schema,

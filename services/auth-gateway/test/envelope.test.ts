@@ -179,6 +179,29 @@ describe('every response is the envelope', () => {
     expectErrorEnvelope(body(response), 415, 'Unsupported media type');
   });
 
+  it('takes a POST without a body as none, whatever its Content-Type (axios in Node says a form)', async () => {
+    const { accessToken } = await signIn(gateway.app, 'bodyless@example.com');
+    const postAs = (url: string, contentType: string, payload?: string) =>
+      gateway.app.inject({
+        method: 'POST',
+        url,
+        headers: {
+          'content-type': contentType,
+          ...(payload === undefined && { 'content-length': '0' }),
+          ...bearer(accessToken),
+        },
+        payload,
+      });
+    // A body that is there is read as its Content-Type says: a form is refused.
+    expect((await postAs('/api/v1/auth/logout', 'application/x-www-form-urlencoded', 'a=b')).statusCode).toBe(
+      415,
+    );
+    expect((await postAs('/api/v1/users/me/deletion', 'application/x-www-form-urlencoded')).statusCode).toBe(
+      200,
+    );
+    expect((await postAs('/api/v1/auth/logout', 'text/plain')).statusCode).toBe(200);
+  });
+
   it('answers an oversized body with an enveloped 413', async () => {
     const response = await post(gateway.app, SEND, { email: 'a@b.co', padding: 'x'.repeat(64 * 1024) });
     expect(response.statusCode).toBe(413);

@@ -130,11 +130,25 @@ function hoist(value: unknown, components: Record<string, Json>): unknown {
   return own === undefined || own === about ? ref : { ...ref, description: own };
 }
 
+/**
+ * `{ type: ['string', 'null'], enum: [..., null] }` (one schema, so that the serializer does not check
+ * a stored value against the list) documented as the union it means, as the other nullable fields
+ * are: openapi-zod-client, swagger-typescript-api and typed-openapi misread the one-schema form.
+ */
+function nullableEnums(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(nullableEnums);
+  if (!isObject(value)) return value;
+  const copy = Object.fromEntries(Object.entries(value).map(([key, child]) => [key, nullableEnums(child)]));
+  const { type, enum: values, ...rest } = copy;
+  if (!isDeepStrictEqual(type, ['string', 'null']) || !Array.isArray(values)) return copy;
+  return { ...rest, anyOf: [{ type: 'string', enum: values.filter((v) => v !== null) }, { type: 'null' }] };
+}
+
 /** The named schemas, as `components.schemas` (by name) that the operations refer to. */
 const namedSchemas: SwaggerTransformObject = (document) => {
   if (!('openapiObject' in document)) return document.swaggerObject;
   const { openapiObject } = document;
-  const paths = (openapiObject.paths ?? {}) as Json;
+  const paths = nullableEnums(openapiObject.paths ?? {}) as Json;
   dropLiftedDescriptions(paths);
   const components: Record<string, Json> = {};
   const hoisted = hoist(paths, components) as typeof openapiObject.paths;
@@ -166,6 +180,7 @@ export default fp<DocsOptions>(
             'Email one-time-code sign-in: a 4-digit code by email, a JWT access token and a rotating refresh ' +
             'token, sessions, the profile and the account. Every response is the envelope ' +
             '`{ isSuccess, statusCode, data, errors, timestamp }`; every list is `{ list, pagination }`.',
+          license: { name: 'MIT', identifier: 'MIT' },
         },
         // Relative: the origin that serves this document (the default when `servers` is absent, said
         // outright for linters and generators), so it holds for every deployment; paths are absolute.

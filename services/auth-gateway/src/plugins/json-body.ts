@@ -9,8 +9,8 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 /**
  * JSON is the only body type: `text/plain` and everything else is a 415, and so is JSON in another
  * charset than UTF-8 or compressed (a Content-Encoding, a Transfer-Encoding other than chunked).
- * Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. An empty JSON body reads
- * as no body (so `POST /logout` with only a Content-Type header works), and one with a `__proto__` or
+ * Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. An empty body reads
+ * as no body, of any Content-Type (so `POST /logout` with only a Content-Type header works), and one with a `__proto__` or
  * `constructor.prototype` key is a 400: no field has that name, and a body that names an object's
  * prototype is an attack, not a field to drop quietly.
  */
@@ -19,6 +19,14 @@ export default fp(
     const parse = app.getDefaultJsonParser('error', 'error');
     const parseAny = app.getDefaultJsonParser('ignore', 'ignore');
     app.removeAllContentTypeParsers();
+    // No body is no body, whatever Content-Type says: axios in Node gives a POST without data
+    // `application/x-www-form-urlencoded`, and so do the clients generated on it (logout, deletion).
+    app.addHook('onRequest', (request, _reply, done) => {
+      const { headers } = request;
+      if (headers['content-length'] === '0' && headers['transfer-encoding'] === undefined)
+        delete headers['content-type'];
+      done();
+    });
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       const bytes = body as Buffer;
       if (bytes.length === 0) return done(null, undefined);
