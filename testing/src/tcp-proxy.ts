@@ -22,6 +22,12 @@ export interface TcpProxy {
    * either side sends on them goes nowhere, and neither is told; new connections pass.
    */
   abandon(): void;
+  /**
+   * Abandons a connection, as `abandon` does, once what its client has sent so far satisfies `when`
+   * (given it, case-folded, from the time `when` is set, and the connection's rank among those the
+   * proxy took, from 0): what comes after, and the server's answer to it, go nowhere.
+   */
+  abandonWhen(when: (sent: string, rank: number) => boolean): void;
   close(): Promise<void>;
 }
 
@@ -32,14 +38,32 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   // Each direction of each connection: what `from` reads is written to `to`.
   const flows = new Set<readonly [net.Socket, net.Socket]>();
   let frozen = false;
+  let abandonWhen: ((sent: string, rank: number) => boolean) | undefined;
+  let accepted = 0;
+  /** What either side sends on it from now on goes nowhere, and neither is told. */
+  const abandonFlow = (flow: readonly [net.Socket, net.Socket]) => {
+    if (!flows.delete(flow)) return;
+    flow[0].unpipe(flow[1]);
+    flow[0].pause();
+  };
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(port), hostname);
     clients.add(client);
     client.on('close', () => clients.delete(client));
-    for (const flow of [
+    const rank = accepted++;
+    let sent = '';
+    const connectionFlows = [
       [client, upstream],
       [upstream, client],
-    ] as const) {
+    ] as const;
+    // Before the pipe's own listener: the chunk that satisfies `abandonWhen` still reaches the
+    // server, whose answer is then held.
+    client.on('data', (chunk: Buffer) => {
+      if (!abandonWhen) return;
+      sent += chunk.toString('latin1').toLowerCase();
+      if (abandonWhen(sent, rank)) for (const flow of connectionFlows) abandonFlow(flow);
+    });
+    for (const flow of connectionFlows) {
       const [from, to] = flow;
       flows.add(flow);
       if (frozen) from.pause();
@@ -78,12 +102,10 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       for (const [from, to] of flows) from.pipe(to);
     },
     abandon() {
-      for (const flow of flows) {
-        const [from, to] = flow;
-        from.unpipe(to);
-        from.pause();
-        flows.delete(flow);
-      }
+      for (const flow of flows) abandonFlow(flow);
+    },
+    abandonWhen(when) {
+      abandonWhen = when;
     },
     async close() {
       proxy.reset();

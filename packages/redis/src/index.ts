@@ -49,14 +49,18 @@ function classifyRejection(command: Command, unanswered?: () => void): void {
 /**
  * Whether an error is the connection's rather than the server's answer: a socket's (reset, refused,
  * timed out: Node's errors name their system call), ioredis's on a closed connection, that of a
- * connection replaced for its silence, or a command's rejected for want of a connection. A full
- * Redis's OOM (a reply, if one that `classify` calls unavailable) is not: the connection stays up
- * and reports nothing.
+ * connection replaced for its silence (here, or by ioredis's `socketTimeout`), or a command's
+ * rejected for want of a connection. A full Redis's OOM (a reply, if one that `classify` calls
+ * unavailable) is not: the connection stays up and reports nothing.
  */
 export function isConnectionError(error: Error): boolean {
   if (error instanceof DependencyUnavailableError) return !(error.cause instanceof ReplyError);
   return (
-    'syscall' in error || error.message === 'Connection is closed.' || error instanceof SilentConnectionError
+    'syscall' in error ||
+    error.message === 'Connection is closed.' ||
+    error instanceof SilentConnectionError ||
+    // ioredis's, dropping a connection silent for its `socketTimeout`.
+    error.message.startsWith('Socket timeout. ')
   );
 }
 

@@ -100,6 +100,16 @@ logger.info(
   },
   'mailer started',
 );
+// BullMQ waits for Redis before it sets up the worker's connection, and a set-up that failed is not
+// made again: a start mends it.
+void mailWorker
+  .setUp()
+  .catch((err: unknown) =>
+    cannotGoOn(
+      { err },
+      "BullMQ could not set up the worker's Redis connection (its INFO went unanswered): stopping",
+    ),
+  );
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
 void mailWorker
   .connected()

@@ -154,13 +154,22 @@ function failingSpan<R>(processor: (job: Job<EmailJobData>) => Promise<R>) {
 // firewall that forgot it) held every job until the kernel gave up on it, ~15 minutes.
 const WORKER_COMMAND_TIMEOUT_MS = 10_000;
 
+// BullMQ's blocking connection, silent this long with a command unanswered, is dropped and made
+// again (ioredis's `socketTimeout`), its commands sent again on the new one: longer than its longest
+// BZPOPMIN (10 s), which BullMQ's own watchdog ends a second after its time. That watchdog only runs
+// once the connection is set up: a connection lost in its set-up (the handshake, ioredis's ready
+// check, BullMQ's version check, all without a timeout of their own) held the worker for good, or
+// until the kernel gave up on it, and no job was taken.
+const BLOCKING_SILENCE_MS = 2 * WORKER_COMMAND_TIMEOUT_MS;
+
 /**
  * The worker's connection. On one Redis server its commands are auto-pipelined: those issued in the
  * same turn of the event loop (job completions, acceptance records, fetches) go out in one write and
  * come back in one read instead of a round trip each, and each must be answered within
  * WORKER_COMMAND_TIMEOUT_MS. BullMQ's blocking connection, a duplicate of this one, has neither: its
  * BZPOPMIN would hold back whatever shares its pipeline, and blocks for up to 10 s (BullMQ itself
- * connects it again when it overstays). A cluster client keeps the role's settings.
+ * connects it again when it overstays); it is made again when silent for BLOCKING_SILENCE_MS instead.
+ * A cluster client keeps the role's settings.
  */
 function workerConnection(target: RedisTarget): RedisClient {
   if (target.clusterNodes) return createRedis(target, 'worker', () => {});
@@ -170,7 +179,12 @@ function workerConnection(target: RedisTarget): RedisClient {
   }) as Redis;
   const duplicate = connection.duplicate.bind(connection);
   connection.duplicate = (override) =>
-    duplicate({ ...override, enableAutoPipelining: false, commandTimeout: undefined });
+    duplicate({
+      ...override,
+      enableAutoPipelining: false,
+      commandTimeout: undefined,
+      socketTimeout: BLOCKING_SILENCE_MS,
+    });
   return connection;
 }
 
@@ -307,12 +321,25 @@ export function createMailWorker({
   // The worker already reports Redis errors.
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
   const stopObserving = observeQueueJobs(queue, probe);
+  let closing = false;
 
   return {
     worker,
     /** Resolves when Redis answers PING. */
     ping: async (): Promise<void> => {
       await probe.ping();
+    },
+    /**
+     * Resolves once BullMQ has set up the worker's connection; rejects when its set-up failed (its
+     * version check went unanswered for WORKER_COMMAND_TIMEOUT_MS: a connection lost on the way),
+     * after which BullMQ takes no job for good. A refusal (its ACL) is `onRefused`'s.
+     */
+    async setUp(): Promise<void> {
+      await worker.waitUntilReady().catch((error: Error) => {
+        if (closing) return;
+        if (!isRefused(error)) throw error;
+        onRefused(error);
+      });
     },
     /** Resolves once Redis answers (the readiness check reports it meanwhile). */
     async connected(): Promise<void> {
@@ -333,6 +360,7 @@ export function createMailWorker({
       await warnIfClockDiffers(probe, logger, () => now().getTime());
     },
     async close() {
+      closing = true;
       // With Redis away, no job could record its end, and BullMQ would wait for Redis for good: the
       // worker stops at once, and its active jobs are taken up again (stalled) once Redis is back.
       await worker.close(probe.status !== 'ready');

@@ -296,3 +296,58 @@ it('takes its Redis connections dropped without a word (a NAT that forgot them):
     await proxy.close();
   }
 }, 120_000);
+
+// What a connection's client sent, case-folded (RESP: a command's name is a bulk string of its own).
+const count = (sent: string, command: string) => sent.split(`\r\n${command}\r\n`).length - 1;
+/** The first connection that `when` holds for, alone: the ones made after it pass. */
+function first(when: (sent: string, rank: number) => boolean) {
+  let dropped = false;
+  return (sent: string, rank: number) => {
+    if (dropped || !when(sent, rank)) return false;
+    dropped = true;
+    return true;
+  };
+}
+
+it('takes its blocking connection lost in its set-up (no watchdog of BullMQ runs yet): connects it again and sends', async () => {
+  const proxy = await startTcpProxy(redis.url);
+  try {
+    const { mailer, log } = await mailerBehind(proxy);
+    // Its connections reset; the blocking one's next, the only one that names itself, is lost once
+    // it sent CLIENT SETNAME: it waited for good behind such a proxy, ~15 minutes behind a NAT.
+    proxy.abandonWhen(first((sent) => sent.includes('\r\nsetname\r\n') && count(sent, 'bzpopmin') === 0));
+    proxy.reset();
+    await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
+
+    const to = 'after.setup.lost@example.com';
+    await queueCode(to, '4444');
+    // Its silence ends it after 20 s, and it is made again.
+    await until(
+      () => sink.messages.some((mail) => mail.to.includes(to)),
+      'the email queued after the loss',
+      60_000,
+    );
+    expect(log()).not.toContain('"level":50');
+    mailer.child.kill('SIGTERM');
+    expect(await mailer.exited, log()).toBe(0);
+  } finally {
+    await proxy.close();
+  }
+}, 120_000);
+
+it("stops, saying why, when its worker connection is lost at BullMQ's set-up, which BullMQ does not make again", async () => {
+  const proxy = await startTcpProxy(redis.url);
+  try {
+    // The worker's connection is the mailer's first; its second INFO is BullMQ's version check.
+    proxy.abandonWhen(first((sent, rank) => rank === 0 && count(sent, 'info') >= 2));
+    const from = output.length;
+    const mailer = startMailer({ REDIS_URL: proxy.through(redis.url) });
+    // It took no job, for good, while it said it was ready: now it exits, for a start to mend it.
+    expect(await mailer.exited).toBe(1);
+    expect(output.slice(from).join('')).toMatch(
+      /"level":60,[^\n]*"msg":"BullMQ could not set up the worker's Redis connection/,
+    );
+  } finally {
+    await proxy.close();
+  }
+}, 60_000);
