@@ -69,7 +69,7 @@ export const GatewayConfigSchema = Type.Object({
     keepAliveTimeout: Int(
       'KEEP_ALIVE_TIMEOUT',
       72,
-      "Seconds (at most 3,600) an idle keep-alive connection stays open; Node closes it a second later. A proxy or load balancer that keeps connections to the gateway open must close its idle ones sooner, or it may send a request on one the gateway is closing and answer it with its own 502: nginx's `keepalive_timeout` (60 s), HAProxy and AWS's Application Load Balancer (60 s) do by default; Google Cloud's Application Load Balancers keep theirs 600 s, so set more here (620).",
+      "Seconds (at most 3,600) an idle keep-alive connection stays open; Node closes it a second later. A proxy or load balancer that keeps connections to the gateway open must close its idle ones sooner, or it may send a request on one the gateway is closing and answer it with its own 502: nginx's `keepalive_timeout` (60 s), HAProxy and AWS's Application Load Balancer (60 s) do by default; Google Cloud's keep theirs 600–610 s by default, so set more here (620).",
       { maximum: 3600 },
     ),
     maxConnections: Int(

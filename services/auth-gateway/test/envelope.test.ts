@@ -199,6 +199,13 @@ describe('every response is the envelope', () => {
     expect((await postAs('/api/v1/users/me/deletion', 'application/x-www-form-urlencoded')).statusCode).toBe(
       200,
     );
+    // Neither Content-Length nor Transfer-Encoding (curl's POST, fetch's DELETE): no body either.
+    const unframed = await gateway.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/users/me/deletion',
+      headers: { 'content-type': 'text/plain', ...bearer(accessToken) },
+    });
+    expect(unframed.statusCode).toBe(200);
     expect((await postAs('/api/v1/auth/logout', 'text/plain')).statusCode).toBe(200);
   });
 

@@ -102,14 +102,16 @@ logger.info(
 );
 // BullMQ waits for Redis before it sets up the worker's connection, and a set-up that failed is not
 // made again: a start mends it.
-void mailWorker
-  .setUp()
-  .catch((err: unknown) =>
+const setUp = mailWorker.setUp().then(
+  () => true,
+  (err: unknown) => {
     cannotGoOn(
       { err },
-      "BullMQ could not set up the worker's Redis connection (its INFO went unanswered): stopping",
-    ),
-  );
+      "BullMQ could not set up the worker's Redis connection (its version check failed): stopping",
+    );
+    return false;
+  },
+);
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
 void mailWorker
   .connected()
@@ -118,6 +120,6 @@ void mailWorker
     if (err instanceof RedisSettingsError) return cannotGoOn({}, `${err.message}: stopping`);
     logger.warn({ err }, "Redis's durability and clock not checked");
   })
-  .then(() => {
-    if (!refused) logger.info('mailer ready');
+  .then(async () => {
+    if ((await setUp) && !refused) logger.info('mailer ready');
   });

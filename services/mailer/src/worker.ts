@@ -154,9 +154,12 @@ function failingSpan<R>(processor: (job: Job<EmailJobData>) => Promise<R>) {
 // firewall that forgot it) held every job until the kernel gave up on it, ~15 minutes.
 const WORKER_COMMAND_TIMEOUT_MS = 10_000;
 
+// How long BullMQ's blocking connection waits for a job when the queue is empty (BullMQ's default),
+// seconds; for a delayed job it waits at most 10 s.
+const DRAIN_DELAY_S = 5;
 // BullMQ's blocking connection, silent this long with a command unanswered, is dropped and made
 // again (ioredis's `socketTimeout`), its commands sent again on the new one: longer than its longest
-// BZPOPMIN (10 s), which BullMQ's own watchdog ends a second after its time. That watchdog only runs
+// BZPOPMIN (DRAIN_DELAY_S, or 10 s), which BullMQ's own watchdog ends a second after its time. That watchdog only runs
 // once the connection is set up: a connection lost in its set-up (the handshake, ioredis's ready
 // check, BullMQ's version check, all without a timeout of their own) held the worker for good, or
 // until the kernel gave up on it, and no job was taken.
@@ -171,20 +174,28 @@ const BLOCKING_SILENCE_MS = 2 * WORKER_COMMAND_TIMEOUT_MS;
  * connects it again when it overstays); it is made again when silent for BLOCKING_SILENCE_MS instead.
  * A cluster client keeps the role's settings.
  */
-function workerConnection(target: RedisTarget): RedisClient {
+function workerConnection(target: RedisTarget, logger: Logger): RedisClient {
   if (target.clusterNodes) return createRedis(target, 'worker', () => {});
   const connection = createRedis(target, 'worker', () => {}, {
     enableAutoPipelining: true,
     commandTimeout: WORKER_COMMAND_TIMEOUT_MS,
   }) as Redis;
   const duplicate = connection.duplicate.bind(connection);
-  connection.duplicate = (override) =>
-    duplicate({
+  connection.duplicate = (override) => {
+    const blocking = duplicate({
       ...override,
       enableAutoPipelining: false,
       commandTimeout: undefined,
       socketTimeout: BLOCKING_SILENCE_MS,
     });
+    blocking.on('error', (err: Error) => {
+      if (err.message.startsWith('Socket timeout. '))
+        logger.warn(
+          `BullMQ's blocking Redis connection answered nothing for ${BLOCKING_SILENCE_MS / 1000} s: connecting again`,
+        );
+    });
+    return blocking;
+  };
   return connection;
 }
 
@@ -204,7 +215,7 @@ export function createMailWorker({
 }: MailWorkerOptions) {
   const backoffOf = (name: string | undefined) => (name === SEND_OTP_JOB ? backoff : noticeBackoff);
   const redisTarget = { url: config.queue.redisUrl, clusterNodes: config.queue.clusterNodes };
-  const connection = workerConnection(redisTarget);
+  const connection = workerConnection(redisTarget, logger);
   reportOutages(connection, logger, 'Redis');
   const deliveries = createDeliveriesStore(connection, config.queue.prefix);
   const product = senderName(config.smtp.from);
@@ -260,6 +271,7 @@ export function createMailWorker({
       connection,
       prefix: config.queue.prefix,
       concurrency: config.worker.concurrency,
+      drainDelay: DRAIN_DELAY_S,
       // BullMQ keeps the limiter in Redis: the maximum holds for all mailer processes together.
       ...(config.worker.rateLimit > 0 && { limiter: { max: config.worker.rateLimit, duration: 1000 } }),
       // Renewed every half of it while a job runs, however slow the SMTP server.
@@ -322,25 +334,32 @@ export function createMailWorker({
   queue.on('error', (err) => logger.debug({ err }, 'queue sampling error'));
   const stopObserving = observeQueueJobs(queue, probe);
   let closing = false;
+  // BullMQ sets the worker's connection up once Redis answers, and never again if that fails.
+  let isSetUp = false;
+  const settingUp = worker.waitUntilReady().then(
+    () => {
+      isSetUp = true;
+    },
+    (error: Error) => {
+      if (closing) return;
+      if (!isRefused(error)) throw error;
+      onRefused(error);
+    },
+  );
 
   return {
     worker,
-    /** Resolves when Redis answers PING. */
+    /** Resolves when Redis answers PING and BullMQ has set up the worker's connection. */
     ping: async (): Promise<void> => {
       await probe.ping();
+      if (!isSetUp) throw new Error("BullMQ has not set up the worker's connection");
     },
     /**
      * Resolves once BullMQ has set up the worker's connection; rejects when its set-up failed (its
-     * version check went unanswered for WORKER_COMMAND_TIMEOUT_MS: a connection lost on the way),
-     * after which BullMQ takes no job for good. A refusal (its ACL) is `onRefused`'s.
+     * version check unanswered for WORKER_COMMAND_TIMEOUT_MS, a connection lost on the way, or
+     * refused), after which BullMQ takes no job for good. A refusal (its ACL) is `onRefused`'s.
      */
-    async setUp(): Promise<void> {
-      await worker.waitUntilReady().catch((error: Error) => {
-        if (closing) return;
-        if (!isRefused(error)) throw error;
-        onRefused(error);
-      });
-    },
+    setUp: (): Promise<void> => settingUp,
     /** Resolves once Redis answers (the readiness check reports it meanwhile). */
     async connected(): Promise<void> {
       if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));

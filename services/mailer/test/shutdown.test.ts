@@ -327,6 +327,10 @@ it('takes its blocking connection lost in its set-up (no watchdog of BullMQ runs
       'the email queued after the loss',
       60_000,
     );
+    // Said at warn, for the operator whose proxy or NAT loses connections.
+    expect(log()).toMatch(
+      /"level":40,[^\n]*"msg":"BullMQ's blocking Redis connection answered nothing for 20 s: connecting again"/,
+    );
     expect(log()).not.toContain('"level":50');
     mailer.child.kill('SIGTERM');
     expect(await mailer.exited, log()).toBe(0);

@@ -20,10 +20,12 @@ export default fp(
     const parseAny = app.getDefaultJsonParser('ignore', 'ignore');
     app.removeAllContentTypeParsers();
     // No body is no body, whatever Content-Type says: axios in Node gives a POST without data
-    // `application/x-www-form-urlencoded`, and so do the clients generated on it (logout, deletion).
+    // `application/x-www-form-urlencoded`, and so do the clients generated on it (logout, deletion);
+    // `curl -X POST -H 'Content-Type: …'` sends neither length nor coding, which is no body (RFC 9112).
     app.addHook('onRequest', (request, _reply, done) => {
       const { headers } = request;
-      if (headers['content-length'] === '0' && headers['transfer-encoding'] === undefined)
+      const length = headers['content-length'];
+      if ((length === undefined || length === '0') && headers['transfer-encoding'] === undefined)
         delete headers['content-type'];
       done();
     });
