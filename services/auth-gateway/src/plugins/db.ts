@@ -20,12 +20,14 @@ declare module 'fastify' {
 }
 
 // SQLSTATE classes and codes that say "not now": connection exceptions, a statement cancelled (its
-// timeout, or an operator), the server shutting down, a server short of a resource (53000: open
-// files and the like; a full disk; too many connections), a disk's I/O error, a write to a read-only
-// server (a standby, before its promotion or after a failover left the gateway on it). Everything
-// else the server answers is about the query, out of memory (53200, which one query can cause on
-// every run) and a configured limit (53400) among them.
-const UNAVAILABLE_STATES = /^(08|53[013]00$|57014$|57P0[123]$|58030$|25006$)/;
+// timeout, a lock's timeout, or an operator), the server shutting down or ending an idle connection
+// as it was taken (idle_session_timeout), a server short of a resource (53000: open files and the
+// like; a full disk; too many connections), a disk's I/O error, a write to a read-only server (a
+// standby, before its promotion or after a failover left the gateway on it), a deadlock or a
+// serialization failure, which the same request retried gets past. Everything else the server
+// answers is about the query, out of memory (53200, which one query can cause on every run) and a
+// configured limit (53400) among them.
+const UNAVAILABLE_STATES = /^(08|53[013]00$|55P03$|57014$|57P0[1235]$|58030$|25006$|40001$|40P01$)/;
 // A table or column that is not there (undefined_table, undefined_column): also "not now" while the
 // schema is not yet known to have every migration of this code (a gateway started before them).
 const SCHEMA_STATES = /^(42P01|42703)$/;
@@ -54,9 +56,14 @@ function statementName(text: string): string {
   return name;
 }
 
-/** A prepared statement whose result columns a migration changed: the connection must go. */
+/**
+ * A prepared statement whose result columns a migration changed: the connection must go. Known by the
+ * function that raised it, whose name no `lc_messages` translates, or else by the English message.
+ */
 const isStalePlan = (error: unknown) =>
-  error instanceof pg.DatabaseError && error.code === '0A000' && /cached plan/.test(error.message);
+  error instanceof pg.DatabaseError &&
+  error.code === '0A000' &&
+  (error.routine === 'RevalidateCachedQuery' || /cached plan/.test(error.message));
 
 // A statement still unanswered this long after Postgres's own statement_timeout would have cancelled
 // it is looked at: when Postgres answers nothing on the readiness probe's connection either (frozen,
@@ -188,6 +195,9 @@ const TABLES = ['users', 'sessions', 'refresh_tokens', 'security_events'];
 
 type Timeouts = { statement_timeout: number; idle_in_transaction_session_timeout: number };
 
+// How long the pool keeps an idle connection (pg's default).
+const POOL_IDLE_MS = 10_000;
+
 // PgBouncer refuses a connection's settings it does not know, unless told to ignore them, which then
 // leaves them unapplied.
 const POOLER_REFUSAL = /unsupported startup parameter/;
@@ -195,12 +205,14 @@ const POOLER_REFUSAL = /unsupported startup parameter/;
 /**
  * Reaches Postgres, and warns when it runs the gateway's statements without the timeouts the pool
  * asked for (a pooler that ignores them): a statement stuck behind a lock would then hold its
- * connection for good. A pooler that refuses them stops the start, saying what to set.
+ * connection for good. A pooler that refuses them stops the start, saying what to set, and so do
+ * settings of the role or database that the gateway cannot work with (checkSessionSettings).
  */
 async function checkTimeouts(db: Kysely<Database>, wanted: Timeouts, log: FastifyBaseLogger): Promise<void> {
-  const { rows } = await sql<{ name: keyof Timeouts; ms: number; role: string }>`
-    select name, setting::int as ms, current_user as role from pg_settings
-     where name in ('statement_timeout', 'idle_in_transaction_session_timeout') order by name`
+  const { rows } = await sql<{ name: string; setting: string; role: string }>`
+    select name, setting, current_user as role from pg_settings
+     where name in ('statement_timeout', 'idle_in_transaction_session_timeout', 'DateStyle',
+       'default_transaction_isolation', 'idle_session_timeout') order by name`
     .execute(db)
     .catch((error: unknown) => {
       const reason = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : '';
@@ -209,18 +221,52 @@ async function checkTimeouts(db: Kysely<Database>, wanted: Timeouts, log: Fastif
         `Postgres refused the connection's settings (${reason}): behind PgBouncer, list them in its ignore_startup_parameters and set them on the gateway's role (README, Operations: PgBouncer)`,
       );
     });
-  const unapplied = rows.filter((row) => row.ms !== wanted[row.name]);
+  const unapplied = rows
+    .filter((row): row is typeof row & { name: keyof Timeouts } => row.name in wanted)
+    .filter((row) => Number(row.setting) !== wanted[row.name]);
   if (unapplied.length > 0)
     log.warn(
       {
         settings: Object.fromEntries(
-          unapplied.map((row) => [row.name, { wanted: wanted[row.name], ms: row.ms }]),
+          unapplied.map((row) => [row.name, { wanted: wanted[row.name], ms: Number(row.setting) }]),
         ),
         fix: unapplied
           .map((row) => `alter role "${row.role}" set ${row.name} = ${wanted[row.name]};`)
           .join(' '),
       },
       'Postgres does not apply the timeouts the gateway asked for (a pooler ignores them?): set them on its role',
+    );
+  checkSessionSettings(new Map(rows.map((row) => [row.name, row.setting])), rows[0]?.role ?? '', log);
+}
+
+/**
+ * Settings a DBA or a managed Postgres may give the role or the database, which the gateway cannot
+ * work with: dates written in another style than ISO (pg reads them as null: every sign-in answered
+ * 500 after writing its rows) and a stricter default isolation (its statements count on read
+ * committed: concurrent sign-ins, refreshes and profile updates answered 500) stop the start, saying
+ * what to set; idle connections ended sooner than the pool lets them go are warned of (each one taken
+ * as it ends answers 503).
+ */
+function checkSessionSettings(settings: Map<string, string>, role: string, log: FastifyBaseLogger): void {
+  const dateStyle = settings.get('DateStyle') ?? 'ISO';
+  if (!/^ISO\b/i.test(dateStyle))
+    throw new Error(
+      `Postgres writes dates as '${dateStyle}' (DateStyle), which the gateway cannot read: alter role "${role}" set datestyle = 'ISO, MDY';`,
+    );
+  const isolation = settings.get('default_transaction_isolation') ?? 'read committed';
+  if (isolation !== 'read committed')
+    throw new Error(
+      `Postgres runs transactions as '${isolation}' (default_transaction_isolation); the gateway's need read committed: alter role "${role}" set default_transaction_isolation = 'read committed';`,
+    );
+  const idle = Number(settings.get('idle_session_timeout') ?? 0);
+  if (idle > 0 && idle <= POOL_IDLE_MS)
+    log.warn(
+      {
+        idleSessionTimeoutMs: idle,
+        poolIdleMs: POOL_IDLE_MS,
+        fix: `alter role "${role}" set idle_session_timeout = 0;`,
+      },
+      'Postgres ends idle connections before the pool lets them go (idle_session_timeout): a request that takes one as it ends answers 503',
     );
 }
 
@@ -424,6 +470,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       connectionString: url,
       max: poolSize,
       connectionTimeoutMillis: 3000,
+      idleTimeoutMillis: POOL_IDLE_MS,
       types: { getTypeParser },
       ...timeouts,
     });
