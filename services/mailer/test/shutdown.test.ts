@@ -200,9 +200,7 @@ it('says it is ready only once Redis answers, when it starts before Redis, and t
     // The outage is told once, and its end, not each of the reconnection attempts in between.
     await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
     expect(log().match(/"msg":"Redis connection error"/g)).toHaveLength(1);
-    expect(log()).not.toContain('"level":50');
-    mailer.child.kill('SIGTERM');
-    expect(await mailer.exited, log()).toBe(0);
+    await stopsCleanly({ mailer, log });
   } finally {
     await late.remove();
   }
@@ -230,6 +228,19 @@ function queueCode(to: string, code: string) {
   );
 }
 
+/** Queues a code email to `to` and waits until the SMTP sink has it. */
+async function delivered(to: string, code: string, what: string, timeoutMs?: number) {
+  await queueCode(to, code);
+  await until(() => sink.messages.some((mail) => mail.to.includes(to)), what, timeoutMs);
+}
+
+/** SIGTERM: the mailer exits 0, having logged no error. */
+async function stopsCleanly({ mailer, log }: { mailer: ReturnType<typeof startMailer>; log: () => string }) {
+  expect(log()).not.toContain('"level":50');
+  mailer.child.kill('SIGTERM');
+  expect(await mailer.exited, log()).toBe(0);
+}
+
 it('takes a reset of its Redis connections for a short outage: one warning and its end, no error, and it sends on', async () => {
   // The connections reset (RST), as a load balancer or a crashed server's host does, while Redis runs on.
   const proxy = await startTcpProxy(redis.url);
@@ -238,14 +249,10 @@ it('takes a reset of its Redis connections for a short outage: one warning and i
     proxy.reset();
     await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
 
-    const to = 'after.reset@example.com';
-    await queueCode(to, '4242');
-    await until(() => sink.messages.some((mail) => mail.to.includes(to)), 'the email queued after the reset');
+    await delivered('after.reset@example.com', '4242', 'the email queued after the reset');
 
     expect(log().match(/"msg":"Redis connection error"/g)).toHaveLength(1);
-    expect(log()).not.toContain('"level":50');
-    mailer.child.kill('SIGTERM');
-    expect(await mailer.exited, log()).toBe(0);
+    await stopsCleanly({ mailer, log });
   } finally {
     await proxy.close();
   }
@@ -270,15 +277,9 @@ it('takes its Redis connections dropped without a word (a NAT that forgot them):
     }
     proxy.abandon();
 
-    const to = 'after.abandon@example.com';
-    await queueCode(to, '4343');
     // Its commands go unanswered twice, 10 s each, a retry's 15 s apart: sent within about a minute
     // (BullMQ's blocking connection, which took the job's wake-up with it, it replaces itself).
-    await until(
-      () => sink.messages.some((mail) => mail.to.includes(to)),
-      'the email queued after the drop',
-      90_000,
-    );
+    await delivered('after.abandon@example.com', '4343', 'the email queued after the drop', 90_000);
 
     // Told as the connection's trouble, at warn: no error, no stack of a failed job.
     const warnings = log()
@@ -289,9 +290,7 @@ it('takes its Redis connections dropped without a word (a NAT that forgot them):
       expect.stringMatching(/^no answer to commands for \d+ s: connecting again$/),
     );
     expect(log()).toContain('"msg":"Redis connection is back"');
-    expect(log()).not.toContain('"level":50');
-    mailer.child.kill('SIGTERM');
-    expect(await mailer.exited, log()).toBe(0);
+    await stopsCleanly({ mailer, log });
   } finally {
     await proxy.close();
   }
@@ -319,21 +318,13 @@ it('takes its blocking connection lost in its set-up (no watchdog of BullMQ runs
     proxy.reset();
     await until(() => log().includes('"msg":"Redis connection is back"'), 'the end of the outage');
 
-    const to = 'after.setup.lost@example.com';
-    await queueCode(to, '4444');
     // Its silence ends it after 20 s, and it is made again.
-    await until(
-      () => sink.messages.some((mail) => mail.to.includes(to)),
-      'the email queued after the loss',
-      60_000,
-    );
+    await delivered('after.setup.lost@example.com', '4444', 'the email queued after the loss', 60_000);
     // Said at warn, for the operator whose proxy or NAT loses connections.
     expect(log()).toMatch(
       /"level":40,[^\n]*"msg":"BullMQ's blocking Redis connection answered nothing for 20 s: connecting again"/,
     );
-    expect(log()).not.toContain('"level":50');
-    mailer.child.kill('SIGTERM');
-    expect(await mailer.exited, log()).toBe(0);
+    await stopsCleanly({ mailer, log });
   } finally {
     await proxy.close();
   }
