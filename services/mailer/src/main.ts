@@ -102,16 +102,13 @@ logger.info(
 );
 // BullMQ waits for Redis before it sets up the worker's connection, and a set-up that failed is not
 // made again: a start mends it.
-const setUp = mailWorker.setUp().then(
-  () => true,
-  (err: unknown) => {
-    cannotGoOn(
-      { err },
-      "BullMQ could not set up the worker's Redis connection (its version check failed): stopping",
-    );
-    return false;
-  },
-);
+const setUp = mailWorker.setUp().catch((err: unknown) => {
+  cannotGoOn(
+    { err },
+    "BullMQ could not set up the worker's Redis connection (its version check failed): stopping",
+  );
+  return false;
+});
 // Not awaited: a Redis that is not there yet is the readiness check's to report.
 void mailWorker
   .connected()

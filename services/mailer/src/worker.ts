@@ -159,10 +159,10 @@ const WORKER_COMMAND_TIMEOUT_MS = 10_000;
 const DRAIN_DELAY_S = 5;
 // BullMQ's blocking connection, silent this long with a command unanswered, is dropped and made
 // again (ioredis's `socketTimeout`), its commands sent again on the new one: longer than its longest
-// BZPOPMIN (DRAIN_DELAY_S, or 10 s), which BullMQ's own watchdog ends a second after its time. That watchdog only runs
-// once the connection is set up: a connection lost in its set-up (the handshake, ioredis's ready
-// check, BullMQ's version check, all without a timeout of their own) held the worker for good, or
-// until the kernel gave up on it, and no job was taken.
+// BZPOPMIN (DRAIN_DELAY_S, or 10 s), which BullMQ's own watchdog ends a second after its time. That
+// watchdog only runs once the connection is set up: a connection lost in its set-up (the handshake,
+// ioredis's ready check, BullMQ's version check, all without a timeout of their own) held the worker
+// for good, or until the kernel gave up on it, and no job was taken.
 const BLOCKING_SILENCE_MS = 2 * WORKER_COMMAND_TIMEOUT_MS;
 
 /**
@@ -355,11 +355,11 @@ export function createMailWorker({
       if (!isSetUp) throw new Error("BullMQ has not set up the worker's connection");
     },
     /**
-     * Resolves once BullMQ has set up the worker's connection; rejects when its set-up failed (its
-     * version check unanswered for WORKER_COMMAND_TIMEOUT_MS, a connection lost on the way, or
-     * refused), after which BullMQ takes no job for good. A refusal (its ACL) is `onRefused`'s.
+     * Whether BullMQ set up the worker's connection, once it has or the mailer closes; rejects when
+     * its set-up failed (its version check unanswered for WORKER_COMMAND_TIMEOUT_MS: a connection lost
+     * on the way), after which BullMQ takes no job for good. A refusal (its ACL) is `onRefused`'s.
      */
-    setUp: (): Promise<void> => settingUp,
+    setUp: (): Promise<boolean> => settingUp.then(() => isSetUp),
     /** Resolves once Redis answers (the readiness check reports it meanwhile). */
     async connected(): Promise<void> {
       if (probe.status !== 'ready') await new Promise((resolve) => probe.once('ready', resolve));

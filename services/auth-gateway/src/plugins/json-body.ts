@@ -9,10 +9,10 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 /**
  * JSON is the only body type: `text/plain` and everything else is a 415, and so is JSON in another
  * charset than UTF-8 or compressed (a Content-Encoding, a Transfer-Encoding other than chunked).
- * Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. An empty body reads
- * as no body, of any Content-Type (so `POST /logout` with only a Content-Type header works), and one with a `__proto__` or
- * `constructor.prototype` key is a 400: no field has that name, and a body that names an object's
- * prototype is an attack, not a field to drop quietly.
+ * Bytes that are not UTF-8 are a 400, not text with U+FFFD in their place. No body, or an empty one,
+ * reads as no body whatever the Content-Type (so `POST /logout` with only a Content-Type header
+ * works), and one with a `__proto__` or `constructor.prototype` key is a 400: no field has that name,
+ * and a body that names an object's prototype is an attack, not a field to drop quietly.
  */
 export default fp(
   async function jsonBody(app: FastifyInstance) {
