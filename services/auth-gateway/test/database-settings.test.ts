@@ -48,6 +48,16 @@ it.each([
   await expect((await gatewayWith({ [setting]: value })).built).rejects.toThrow(message);
 });
 
+it.each([
+  ['DateStyle', 'ISO, DMY'],
+  ['default_transaction_isolation', 'read uncommitted'],
+])('starts, and signs in, on a database with %s = %s', async (setting, value) => {
+  // ISO with the day first reads the same; Postgres runs read uncommitted as read committed.
+  app = await (await gatewayWith({ [setting]: value })).built;
+  const { user } = await signIn(app, 'workable@example.com');
+  expect(Date.parse(user.createdAt)).toBeGreaterThan(0);
+});
+
 it('answers a statement that waited out lock_timeout 503 with Retry-After, as one that waited out statement_timeout', async () => {
   const { built } = await gatewayWith({ lock_timeout: '500ms' });
   app = await built;

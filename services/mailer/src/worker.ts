@@ -346,6 +346,8 @@ export function createMailWorker({
       onRefused(error);
     },
   );
+  // Handled by `setUp`'s caller, once the process has started: not an unhandled rejection before.
+  settingUp.catch(() => {});
 
   return {
     worker,

@@ -251,10 +251,11 @@ function checkSessionSettings(settings: Map<string, string>, role: string, log: 
   const dateStyle = settings.get('DateStyle') ?? 'ISO';
   if (!/^ISO\b/i.test(dateStyle))
     throw new Error(
-      `Postgres writes dates as '${dateStyle}' (DateStyle), which the gateway cannot read: alter role "${role}" set datestyle = 'ISO, MDY';`,
+      `Postgres writes dates as '${dateStyle}' (DateStyle), which the gateway cannot read: alter role "${role}" set datestyle = 'ISO, MDY'; (behind PgBouncer, then RECONNECT or restart it: it keeps the style it first met)`,
     );
+  // Postgres runs read uncommitted as read committed.
   const isolation = settings.get('default_transaction_isolation') ?? 'read committed';
-  if (isolation !== 'read committed')
+  if (isolation !== 'read committed' && isolation !== 'read uncommitted')
     throw new Error(
       `Postgres runs transactions as '${isolation}' (default_transaction_isolation); the gateway's need read committed: alter role "${role}" set default_transaction_isolation = 'read committed';`,
     );
