@@ -59,9 +59,13 @@ export function isConnectionError(error: Error): boolean {
     'syscall' in error ||
     error.message === 'Connection is closed.' ||
     error instanceof SilentConnectionError ||
-    // ioredis's, dropping a connection silent for its `socketTimeout`.
-    error.message.startsWith('Socket timeout. ')
+    isSocketTimeout(error)
   );
+}
+
+/** ioredis's error when it drops a connection silent for its `socketTimeout`. */
+export function isSocketTimeout(error: Error): boolean {
+  return error.message.startsWith('Socket timeout. ');
 }
 
 /**

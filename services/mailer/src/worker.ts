@@ -14,6 +14,7 @@ import {
   closeRedis,
   createRedis,
   isConnectionError,
+  isSocketTimeout,
   type RedisClient,
   type RedisTarget,
   refuseClusterNode,
@@ -189,7 +190,7 @@ function workerConnection(target: RedisTarget, logger: Logger): RedisClient {
       socketTimeout: BLOCKING_SILENCE_MS,
     });
     blocking.on('error', (err: Error) => {
-      if (err.message.startsWith('Socket timeout. '))
+      if (isSocketTimeout(err))
         logger.warn(
           `BullMQ's blocking Redis connection answered nothing for ${BLOCKING_SILENCE_MS / 1000} s: connecting again`,
         );

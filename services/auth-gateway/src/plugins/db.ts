@@ -208,7 +208,7 @@ const POOLER_REFUSAL = /unsupported startup parameter/;
  * connection for good. A pooler that refuses them stops the start, saying what to set, and so do
  * settings of the role or database that the gateway cannot work with (checkSessionSettings).
  */
-async function checkTimeouts(db: Kysely<Database>, wanted: Timeouts, log: FastifyBaseLogger): Promise<void> {
+async function checkSettings(db: Kysely<Database>, wanted: Timeouts, log: FastifyBaseLogger): Promise<void> {
   const { rows } = await sql<{ name: string; setting: string; role: string }>`
     select name, setting, current_user as role from pg_settings
      where name in ('statement_timeout', 'idle_in_transaction_session_timeout', 'DateStyle',
@@ -526,7 +526,7 @@ export default fp<{ url: string; poolSize: number; statementTimeout: number }>(
       await probe.close();
       if (!pool.ended) await pool.end();
     });
-    await checkTimeouts(db, timeouts, app.log);
+    await checkSettings(db, timeouts, app.log);
     await warnIfSchemaBehind(db, app.log);
     await warnIfNotVacuumed(db, app.log);
     // Its connection made now, so that no probe waits for it (its timeout may be a second).
